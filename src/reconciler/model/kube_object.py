@@ -1,0 +1,84 @@
+"""A Kubernetes object as a plain dict, with the few accessors everyone needs.
+
+Rendered manifests, live objects and applied inventories are all `KubeObject`s; keeping the raw
+dict avoids lossy round trips through typed models (custom resources have no model anyway).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+
+class ObjectKey(NamedTuple):
+    """Identity of an object in a cluster: what pruning and inventories compare."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        kind = f"{self.kind}.{self.group}" if self.group else self.kind
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{kind.lower()} {where}"
+
+
+@dataclass(frozen=True)
+class KubeObject:
+    """One manifest. `raw` is the object exactly as it will be sent (or was received)."""
+
+    raw: dict[str, Any]
+
+    @property
+    def api_version(self) -> str:
+        return str(self.raw.get("apiVersion", ""))
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    @property
+    def kind(self) -> str:
+        return str(self.raw.get("kind", ""))
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        meta = self.raw.setdefault("metadata", {})
+        assert isinstance(meta, dict)
+        return meta
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace") or "")
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(self.metadata.get("labels") or {})
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return dict(self.metadata.get("annotations") or {})
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.group, self.kind, self.namespace, self.name)
+
+    @property
+    def is_crd(self) -> bool:
+        return self.kind == "CustomResourceDefinition" and self.group == "apiextensions.k8s.io"
+
+    @property
+    def is_namespace(self) -> bool:
+        return self.kind == "Namespace" and self.group == ""
+
+    def __str__(self) -> str:
+        return str(self.key)

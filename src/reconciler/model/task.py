@@ -1,0 +1,52 @@
+"""A task for the component reconciler core, and the progress it reports.
+
+A task is everything one component needs to be reconciled or deleted on one cluster. Progress
+events end in `success` or `error` (unrecoverable); `failed` means "failed this attempt, retrying".
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class TaskType(enum.StrEnum):
+    RECONCILE = "reconcile"
+    DELETE = "delete"
+
+
+class ProgressState(enum.StrEnum):
+    RUNNING = "running"
+    FAILED = "failed"
+    SUCCESS = "success"
+    ERROR = "error"
+
+    @property
+    def final(self) -> bool:
+        return self in (ProgressState.SUCCESS, ProgressState.ERROR)
+
+
+@dataclass(frozen=True)
+class Task:
+    component: str
+    namespace: str
+    version: str
+    chart: str
+    """Chart source: a local directory, an http(s) URL of a .tgz, or oci://registry/repo."""
+    type: TaskType = TaskType.RECONCILE
+    profile: str | None = None
+    configuration: dict[str, Any] = field(default_factory=dict)
+    """Overrides for this component, global ones already merged (flat or nested keys)."""
+    correlation_id: str = ""
+    components_ready: tuple[str, ...] = ()
+    timeout: float = 300.0
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    component: str
+    state: ProgressState
+    message: str = ""
+    phase: str = ""
+    """What the component is doing now: render, apply, wait, prune, delete, ..."""

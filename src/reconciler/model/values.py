@@ -1,0 +1,75 @@
+"""Configuration layering: how chart values, profiles and overrides combine.
+
+Values = chart `values.yaml` ⊕ profile file ⊕ `global.*` overrides ⊕ component overrides, later
+layers winning; maps merge key by key, anything else (lists included) is replaced. Overrides may
+be flat dotted keys (`a.b.c: 1`, as the REST API and `--value a.b.c=1` send them) or nested maps.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from reconciler.errors import ReconcilerError
+
+
+class ValuesError(ReconcilerError):
+    """A configuration override is malformed."""
+
+
+def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn `{"a.b": 1, "c": {"d": 2}}` into `{"a": {"b": 1}, "c": {"d": 2}}`."""
+    result: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        parts = dotted.split(".")
+        if not all(parts):
+            raise ValuesError(f"invalid configuration key {dotted!r}: empty path segment")
+        node = result
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ValuesError(
+                    f"configuration key {dotted!r} conflicts with a value at {part!r}"
+                )
+            node = child
+        leaf = nest(value) if isinstance(value, Mapping) else value
+        if isinstance(node.get(parts[-1]), dict) and isinstance(leaf, dict):
+            node[parts[-1]] = merge(node[parts[-1]], leaf)
+        else:
+            node[parts[-1]] = leaf
+    return result
+
+
+def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge `override` onto `base` (neither is modified)."""
+    result = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        current = result.get(key)
+        if isinstance(current, dict) and isinstance(value, Mapping):
+            result[key] = merge(current, value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def layer(layers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Merge layers in order, each given flat or nested."""
+    result: dict[str, Any] = {}
+    for values in layers:
+        result = merge(result, nest(values))
+    return result
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """Parse `a.b=value` as given on the command line; the value is read as YAML scalar/list."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ValuesError(f"invalid value {text!r}: expected KEY=VALUE, e.g. global.domain=local")
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value

@@ -1,0 +1,121 @@
+"""Fixtures that build worlds from real parts: a test-bed apiserver, namespaces in it, more clusters
+on demand, and a real PostgreSQL server.
+
+`RECONCILER_TEST_USE_EXISTING_CLUSTER=1` (with `KUBECONFIG`) runs the cluster tests against an
+existing cluster instead of starting one, as envtest's USE_EXISTING_CLUSTER does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from lightkube import AsyncClient, KubeConfig
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
+
+from reconciler.devcluster import DevCluster, PostgresServer
+from reconciler.devcluster.build import build_all
+
+
+@dataclass(frozen=True)
+class KubeTarget:
+    """A cluster tests may use: where its kubeconfig lives."""
+
+    kubeconfig: Path
+
+
+def _start(directory: Path, controller_manager: bool = True) -> DevCluster:
+    build_all()
+    cluster = DevCluster(directory, controller_manager=controller_manager)
+    asyncio.run(cluster.start())
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeTarget]:
+    """The session-wide test-bed cluster (or an existing one, when opted in)."""
+    if os.environ.get("RECONCILER_TEST_USE_EXISTING_CLUSTER") == "1":
+        yield KubeTarget(Path(os.environ.get("KUBECONFIG", Path.home() / ".kube" / "config")))
+        return
+    cluster = _start(tmp_path_factory.mktemp("kube"))
+    try:
+        yield KubeTarget(cluster.kubeconfig)
+    finally:
+        asyncio.run(cluster.stop())
+
+
+@pytest.fixture
+async def kube_client(kube_cluster: KubeTarget) -> AsyncIterator[AsyncClient]:
+    client = AsyncClient(config=KubeConfig.from_file(kube_cluster.kubeconfig))
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def namespace(kube_client: AsyncClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """A fresh namespace per test, deleted afterwards (without waiting for it to go)."""
+    base = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-")
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    await kube_client.create(Namespace(metadata=ObjectMeta(name=name)))
+    try:
+        yield name
+    finally:
+        await kube_client.delete(Namespace, name)
+
+
+ClusterFactory = Callable[..., Awaitable[KubeTarget]]
+
+
+@pytest.fixture
+async def cluster_factory(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[ClusterFactory]:
+    """Start extra, independent clusters (each its own etcd + apiserver); all stopped afterwards."""
+    started: list[DevCluster] = []
+
+    async def make(controller_manager: bool = False) -> KubeTarget:
+        build_all()
+        cluster = DevCluster(
+            tmp_path_factory.mktemp("extra-kube"), controller_manager=controller_manager
+        )
+        started.append(cluster)
+        await cluster.start()
+        return KubeTarget(cluster.kubeconfig)
+
+    yield make
+    for cluster in started:
+        await cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (a directory the postgres user may enter)."""
+    directory = Path(tempfile.mkdtemp(prefix="reconciler-pg-"))
+    server = PostgresServer(directory)
+    asyncio.run(server.start())
+    try:
+        yield server
+    finally:
+        asyncio.run(server.stop())
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def postgres_url(postgres_server: PostgresServer, request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database per test module; its SQLAlchemy (asyncpg) URL."""
+    module = re.sub(r"[^a-z0-9_]", "_", request.module.__name__.lower())[-40:]
+    return asyncio.run(postgres_server.create_database(f"{module}_{uuid.uuid4().hex[:8]}"))
+
+
+Poll = Callable[[Callable[[], Awaitable[object]]], Awaitable[object]]
