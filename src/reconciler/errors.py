@@ -26,3 +26,15 @@ class KubeconfigError(ReconcilerError):
 
 class ClusterUnreachable(ReconcilerError):
     """The cluster's apiserver could not be contacted."""
+
+
+class ChartError(ReconcilerError):
+    """A chart cannot be fetched, loaded or rendered."""
+
+
+class ApplyError(ReconcilerError):
+    """The apiserver rejected an object (or a kind is unknown to the cluster)."""
+
+
+class ReadinessTimeout(ReconcilerError):
+    """Objects did not become ready before the deadline; the message says which and why."""

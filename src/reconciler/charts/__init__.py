@@ -1,0 +1,1 @@
+"""Chart sources (local dir, .tgz over HTTP(S), OCI), values layering with profiles, renderers."""
