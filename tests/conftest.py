@@ -23,7 +23,9 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 from reconciler.devcluster import DevCluster, PostgresServer
+from reconciler.devcluster import kubelet as fake_kubelet
 from reconciler.devcluster.build import build_all
+from reconciler.kube.client import KubeClient
 
 
 @dataclass(frozen=True)
@@ -119,3 +121,17 @@ def postgres_url(postgres_server: PostgresServer, request: pytest.FixtureRequest
 
 
 Poll = Callable[[Callable[[], Awaitable[object]]], Awaitable[object]]
+
+
+@pytest.fixture
+async def kubelet(kube_cluster: KubeTarget, namespace: str) -> AsyncIterator[None]:
+    """Play the kubelet for the test's namespace: Pending Pods get the status a kubelet writes."""
+    client = KubeClient.from_kubeconfig(kube_cluster.kubeconfig)
+    stop = asyncio.Event()
+    loop = asyncio.create_task(fake_kubelet.run(client, namespace=namespace, stop=stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await loop
+        await client.aclose()

@@ -95,8 +95,9 @@ class ComponentSet(BaseModel):
                 if s.name in wanted
             )
 
-        return ComponentSet(
-            default_namespace=self.default_namespace,
-            prerequisites=keep(self.prerequisites),
-            components=keep(self.components),
+        return self.model_copy(
+            update={
+                "prerequisites": keep(self.prerequisites),
+                "components": keep(self.components),
+            }
         )

@@ -38,9 +38,13 @@ class Task:
     profile: str | None = None
     configuration: dict[str, Any] = field(default_factory=dict)
     """Overrides for this component, global ones already merged (flat or nested keys)."""
+    crd_sources: tuple[str, ...] = ()
+    """CRDs pseudo-component only: chart sources whose `crds/` directories it applies."""
     correlation_id: str = ""
     components_ready: tuple[str, ...] = ()
     timeout: float = 300.0
+    wait: bool = True
+    """Wait until workloads are ready (off for benchmarks against `helm` without --wait)."""
 
 
 @dataclass(frozen=True)

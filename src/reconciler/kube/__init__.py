@@ -1,0 +1,1 @@
+"""Cluster access: client from a kubeconfig, discovery/REST mapping, apply, readiness, delete."""

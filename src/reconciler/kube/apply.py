@@ -1,0 +1,126 @@
+"""Apply a component's objects in the order Kubernetes needs, concurrently where it can.
+
+CRDs and Namespaces go first (and CRDs must be Established before custom resources of them can
+be applied); everything else follows concurrently with a bounded pool. Every object the
+apiserver rejects is reported with its name and the apiserver's reason; the others still apply,
+so one bad object does not leave a half-applied component without an explanation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from reconciler.errors import ApplyError, ReconcilerError
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.inventory import Entry, our_apply_time
+from reconciler.kube.transform import prepare
+from reconciler.kube.wait import wait_ready
+from reconciler.model.kube_object import KubeObject, ObjectKey
+
+
+@dataclass
+class ApplyResult:
+    live: list[KubeObject] = field(default_factory=list)
+    changed: list[ObjectKey] = field(default_factory=list)
+    """Objects this apply created or changed (drift reverted, upgrade, new)."""
+    warnings: list[str] = field(default_factory=list)
+
+
+def is_first_wave(obj: KubeObject) -> bool:
+    return obj.is_crd or obj.is_namespace
+
+
+def _crd_scopes(objects: list[KubeObject]) -> dict[tuple[str, str], bool]:
+    """(group, kind) -> namespaced, for kinds defined by CRDs in the same set."""
+    scopes = {}
+    for obj in objects:
+        if obj.is_crd:
+            spec = obj.raw.get("spec", {})
+            kind = spec.get("names", {}).get("kind", "")
+            scopes[(spec.get("group", ""), kind)] = spec.get("scope") == "Namespaced"
+    return scopes
+
+
+async def prepare_all(
+    cluster: Cluster, objects: list[KubeObject], *, namespace: str, version: str, component: str
+) -> tuple[list[KubeObject], list[str]]:
+    """Resolve each object's scope and prepare it for applying (see `transform.prepare`).
+
+    Kinds defined by CRDs of the same set are not served yet; their scope comes from the CRD.
+    A kind the cluster does not serve fails here, before anything is applied.
+    """
+    scopes = _crd_scopes(objects)
+    warnings: list[str] = []
+    result = []
+    for obj in objects:
+        namespaced = scopes.get((obj.group, obj.kind))
+        if namespaced is None:
+            namespaced = (await cluster.info(obj)).namespaced
+        ready, notes = prepare(
+            obj, namespace=namespace, namespaced=namespaced, version=version, component=component
+        )
+        result.append(ready)
+        warnings.extend(notes)
+    return result, warnings
+
+
+def _changed(live: KubeObject, previous: Entry | None) -> bool:
+    if previous is None:
+        return True
+    if previous.resource_version == str(live.metadata.get("resourceVersion", "")):
+        return False
+    # Someone else changed the object (resourceVersion moved); it only counts as drift we
+    # reverted if our own apply changed something, which moves our manager's apply time.
+    return previous.applied_at != our_apply_time(live)
+
+
+async def apply_objects(
+    cluster: Cluster,
+    objects: list[KubeObject],
+    *,
+    previous: dict[ObjectKey, Entry],
+    concurrency: int = 16,
+    crd_timeout: float = 60.0,
+    on_phase: Callable[[str], None] | None = None,
+) -> ApplyResult:
+    """Apply prepared objects; raise ApplyError naming every rejected object."""
+    result = ApplyResult()
+    limit = asyncio.Semaphore(concurrency)
+    errors: list[str] = []
+
+    async def one(obj: KubeObject) -> None:
+        async with limit:
+            try:
+                live = await cluster.apply(obj)
+            except ReconcilerError as exc:
+                errors.append(str(exc))
+                return
+        result.live.append(live)
+        if _changed(live, previous.get(live.key)):
+            result.changed.append(live.key)
+
+    first = [obj for obj in objects if is_first_wave(obj)]
+    rest = [obj for obj in objects if not is_first_wave(obj)]
+    if first:
+        if on_phase:
+            on_phase(f"applying {len(first)} CRDs/namespaces")
+        await asyncio.gather(*(one(obj) for obj in first))
+        if errors:
+            raise ApplyError("; ".join(errors))
+        crds = [live for live in result.live if live.is_crd]
+        if crds:
+            if on_phase:
+                on_phase(f"waiting for {len(crds)} CRDs to be established")
+            await wait_ready(cluster, crds, timeout=crd_timeout)
+            cluster.mapper.invalidate()
+    if rest:
+        if on_phase:
+            on_phase(f"applying {len(rest)} objects")
+        await asyncio.gather(*(one(obj) for obj in rest))
+    if errors:
+        shown = "; ".join(errors[:5])
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise ApplyError(f"{len(errors)} object(s) rejected: {shown}{more}")
+    return result

@@ -1,0 +1,139 @@
+"""Objects on one cluster: server-side apply, get, list, delete of dict manifests of any kind.
+
+`Cluster` is what the core and component actions talk to. It owns the client and the discovery
+cache; create it with `Cluster.connect(kubeconfig)` and close it with `aclose`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from reconciler.errors import ApplyError
+from reconciler.kube.client import FIELD_MANAGER, KubeApiError, KubeClient, KubeconfigSource
+from reconciler.kube.discovery import ResourceInfo, RestMapper
+from reconciler.model.kube_object import KubeObject
+
+APPLY_PATCH = "application/apply-patch+yaml"
+# Statuses worth another attempt: conflicts, throttling, and admission webhooks or aggregated
+# APIs that are not serving yet (a component's own webhook starting up).
+RETRYABLE = {409, 429, 500, 502, 503, 504}
+
+
+def _as_object(obj: KubeObject | dict[str, Any]) -> KubeObject:
+    return obj if isinstance(obj, KubeObject) else KubeObject(obj)
+
+
+class Cluster:
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self.mapper = RestMapper(client)
+
+    @classmethod
+    async def connect(cls, kubeconfig: KubeconfigSource, **kwargs: Any) -> Cluster:
+        """Build a client and prove the apiserver answers (ClusterUnreachable otherwise)."""
+        cluster = cls(KubeClient.from_kubeconfig(kubeconfig, **kwargs))
+        try:
+            await cluster.client.version()
+        except BaseException:
+            await cluster.aclose()
+            raise
+        return cluster
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def __aenter__(self) -> Cluster:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def info(self, obj: KubeObject) -> ResourceInfo:
+        return await self.mapper.resolve(obj.api_version, obj.kind)
+
+    async def apply(
+        self,
+        obj: KubeObject | dict[str, Any],
+        *,
+        dry_run: bool = False,
+        field_manager: str = FIELD_MANAGER,
+        attempts: int = 5,
+    ) -> KubeObject:
+        """Server-side apply (forced), retrying transient failures with backoff."""
+        target = _as_object(obj)
+        info = await self.info(target)
+        params = {"fieldManager": field_manager, "force": "true"}
+        if dry_run:
+            params["dryRun"] = "All"
+        path = info.path(target.namespace or None, target.name)
+        delay = 0.2
+        for attempt in range(1, attempts + 1):
+            try:
+                live = await self.client.request(
+                    "PATCH", path, params=params, body=target.raw, content_type=APPLY_PATCH
+                )
+                return KubeObject(live)
+            except KubeApiError as exc:
+                if exc.status not in RETRYABLE or attempt == attempts:
+                    raise ApplyError(f"{target}: rejected by the apiserver: {exc}") from None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 3.0)
+        raise AssertionError("unreachable")
+
+    async def get(self, obj: KubeObject | dict[str, Any]) -> KubeObject | None:
+        target = _as_object(obj)
+        info = await self.info(target)
+        try:
+            return KubeObject(
+                await self.client.request("GET", info.path(target.namespace, target.name))
+            )
+        except KubeApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def delete(
+        self, obj: KubeObject | dict[str, Any], *, propagation: str = "Background"
+    ) -> bool:
+        """Delete; False when it was already gone (or its kind no longer exists)."""
+        target = _as_object(obj)
+        try:
+            info = await self.info(target)
+        except ApplyError:
+            return False
+        try:
+            await self.client.request(
+                "DELETE",
+                info.path(target.namespace, target.name),
+                body={
+                    "kind": "DeleteOptions",
+                    "apiVersion": "v1",
+                    "propagationPolicy": propagation,
+                },
+            )
+        except KubeApiError as exc:
+            if exc.status == 404:
+                return False
+            raise ApplyError(f"{target}: delete rejected by the apiserver: {exc}") from None
+        return True
+
+    async def list(
+        self,
+        info: ResourceInfo,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        limit: int | None = None,
+    ) -> list[KubeObject]:
+        params: dict[str, str] = {}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if limit:
+            params["limit"] = str(limit)
+        listing = await self.client.request("GET", info.path(namespace), params=params)
+        api_version, kind = info.api_version, info.kind
+        return [
+            KubeObject({"apiVersion": api_version, "kind": kind, **item})
+            for item in listing.get("items", [])
+        ]

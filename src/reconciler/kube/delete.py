@@ -1,0 +1,167 @@
+"""Delete a component's objects in reverse dependency order and wait until they are gone.
+
+Order: custom resources of the component's own CRDs (their controllers may need to run
+finalizers while the component still exists), then namespaced objects, then cluster-scoped ones,
+then the CRDs, and namespaces last, and a namespace only when nothing that belongs to someone
+else is left in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from reconciler.errors import ReadinessTimeout, WaitTimeout
+from reconciler.kube.client import KubeApiError
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.discovery import ResourceInfo
+from reconciler.kube.transform import COMPONENT
+from reconciler.model.kube_object import KubeObject, ObjectKey
+from reconciler.util.polling import poll_until
+
+# Objects Kubernetes itself puts into every namespace; they never make a namespace "foreign".
+_AUTOMATIC = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
+_AUTOMATIC_KINDS = {"Event", "Endpoints", "EndpointSlice", "Lease"}
+
+
+def _crd_kinds(objects: list[KubeObject]) -> set[tuple[str, str]]:
+    kinds = set()
+    for obj in objects:
+        if obj.is_crd:
+            spec = obj.raw.get("spec", {})
+            kinds.add((spec.get("group", ""), spec.get("names", {}).get("kind", "")))
+    return kinds
+
+
+def delete_waves(objects: list[KubeObject]) -> list[list[KubeObject]]:
+    """Group objects into the waves deletion runs in (custom resources ... namespaces)."""
+    crd_kinds = _crd_kinds(objects)
+    waves: list[list[KubeObject]] = [[], [], [], [], []]
+    for obj in objects:
+        if obj.is_namespace:
+            waves[4].append(obj)
+        elif obj.is_crd:
+            waves[3].append(obj)
+        elif (obj.group, obj.kind) in crd_kinds:
+            waves[0].append(obj)
+        elif obj.namespace:
+            waves[1].append(obj)
+        else:
+            waves[2].append(obj)
+    return [wave for wave in waves if wave]
+
+
+async def _gone(cluster: Cluster, objects: list[KubeObject], timeout: float) -> None:
+    remaining = list(objects)
+
+    async def all_gone() -> bool:
+        found = await asyncio.gather(*(cluster.get(obj) for obj in remaining))
+        remaining[:] = [obj for obj, live in zip(remaining, found, strict=True) if live]
+        return not remaining
+
+    def what() -> str:
+        return "deletion of " + ", ".join(str(o) for o in remaining[:5])
+
+    try:
+        await poll_until(all_gone, timeout=timeout, what=what, interval=0.1, max_interval=1.0)
+    except WaitTimeout as exc:
+        raise ReadinessTimeout(str(exc)) from None
+
+
+async def live_custom_resources(cluster: Cluster, crds: list[KubeObject]) -> list[KubeObject]:
+    """Every object of the given CRDs' kinds that exists in the cluster."""
+    found: list[KubeObject] = []
+    for crd in crds:
+        spec = crd.raw.get("spec", {})
+        for version in spec.get("versions", []):
+            if not version.get("storage"):
+                continue
+            info = ResourceInfo(
+                spec.get("group", ""),
+                version["name"],
+                spec["names"]["kind"],
+                spec["names"]["plural"],
+                spec.get("scope") == "Namespaced",
+            )
+            try:
+                found.extend(await cluster.list(info))
+            except KubeApiError:
+                continue  # CRD not established (any more): nothing to delete
+    return found
+
+
+async def foreign_objects(
+    cluster: Cluster, namespace: str, ours: set[ObjectKey], component: str
+) -> list[str]:
+    """Objects in `namespace` that the component does not own (and Kubernetes did not add)."""
+    resources = await cluster.mapper.namespaced_resources()
+
+    async def scan(info: ResourceInfo) -> list[str]:
+        if info.kind in _AUTOMATIC_KINDS:
+            return []
+        try:
+            items = await cluster.list(info, namespace=namespace, limit=50)
+        except KubeApiError:
+            return []  # not listable (e.g. bindings, reviews)
+        return [
+            f"{info.kind.lower()} {namespace}/{item.name}"
+            for item in items
+            if item.key not in ours
+            and (info.kind, item.name) not in _AUTOMATIC
+            and not item.metadata.get("ownerReferences")
+            and item.labels.get(COMPONENT) != component
+            and (item.raw.get("type") != "kubernetes.io/service-account-token")
+        ]
+
+    results = await asyncio.gather(*(scan(info) for info in resources))
+    return [name for found in results for name in found]
+
+
+async def delete_objects(
+    cluster: Cluster,
+    objects: list[KubeObject],
+    *,
+    component: str,
+    timeout: float,
+    on_phase: Callable[[str], None] | None = None,
+    warnings: list[str] | None = None,
+) -> list[KubeObject]:
+    """Delete `objects` wave by wave; return those actually deleted."""
+    crds = [obj for obj in objects if obj.is_crd]
+    extra = await live_custom_resources(cluster, crds) if crds else []
+    keys = {obj.key for obj in objects}
+    everything = extra + [obj for obj in objects if obj.key not in {e.key for e in extra}]
+    deleted: list[KubeObject] = []
+    for wave in delete_waves(everything):
+        if wave[0].is_namespace:
+            wave = await _deletable_namespaces(cluster, wave, keys, component, warnings)
+            if not wave:
+                continue
+        if on_phase:
+            on_phase(f"deleting {len(wave)} {wave[0].kind if len(wave) == 1 else 'objects'}")
+        done = await asyncio.gather(*(cluster.delete(obj) for obj in wave))
+        gone = [obj for obj, was in zip(wave, done, strict=True) if was]
+        deleted.extend(gone)
+        await _gone(cluster, gone, timeout)
+    return deleted
+
+
+async def _deletable_namespaces(
+    cluster: Cluster,
+    namespaces: list[KubeObject],
+    ours: set[ObjectKey],
+    component: str,
+    warnings: list[str] | None,
+) -> list[KubeObject]:
+    keep: list[KubeObject] = []
+    for ns in namespaces:
+        foreign = await foreign_objects(cluster, ns.name, ours, component)
+        if foreign:
+            if warnings is not None:
+                warnings.append(
+                    f"namespace {ns.name} kept: it holds objects the component does not own "
+                    f"({', '.join(foreign[:3])}{'...' if len(foreign) > 3 else ''})"
+                )
+        else:
+            keep.append(ns)
+    return keep

@@ -1,0 +1,122 @@
+"""REST mapping from discovery: which URL serves a given apiVersion + kind on this cluster.
+
+Discovery is read lazily and cached per client; a miss (e.g. right after a CRD was applied)
+refreshes the cache once before failing with a message that names the kind, the version asked
+for and the versions of that group the cluster does serve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from reconciler.errors import ApplyError
+from reconciler.kube.client import KubeApiError, KubeClient
+
+
+@dataclass(frozen=True)
+class ResourceInfo:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """Collection (or, with `name`, object) URL; `namespace=None` lists across namespaces."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        return f"{base}/{name}" if name else base
+
+
+class RestMapper:
+    """Discovery cache of one cluster."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+        self._lock = asyncio.Lock()
+        self._groups: dict[str, list[str]] | None = None
+        self._resources: dict[str, dict[str, ResourceInfo]] = {}
+
+    def invalidate(self) -> None:
+        self._groups = None
+        self._resources.clear()
+
+    async def _load_groups(self) -> dict[str, list[str]]:
+        async with self._lock:
+            if self._groups is None:
+                core, apis = await asyncio.gather(
+                    self._client.request("GET", "/api"), self._client.request("GET", "/apis")
+                )
+                groups = {"": list(core.get("versions", []))}
+                for group in apis.get("groups", []):
+                    preferred = group.get("preferredVersion", {}).get("version")
+                    versions = [v["version"] for v in group.get("versions", [])]
+                    if preferred in versions:
+                        versions.remove(preferred)
+                        versions.insert(0, preferred)
+                    groups[group["name"]] = versions
+                self._groups = groups
+            return self._groups
+
+    async def _load_resources(self, group: str, version: str) -> dict[str, ResourceInfo]:
+        key = f"{group}/{version}" if group else version
+        if key not in self._resources:
+            path = f"/apis/{key}" if group else f"/api/{version}"
+            try:
+                listing = await self._client.request("GET", path)
+            except KubeApiError as exc:
+                if exc.status in (404, 503):  # not served (yet), or an unavailable APIService
+                    return {}
+                raise
+            self._resources[key] = {
+                r["kind"]: ResourceInfo(group, version, r["kind"], r["name"], r["namespaced"])
+                for r in listing.get("resources", [])
+                if "/" not in r["name"]  # skip subresources such as deployments/status
+            }
+        return self._resources[key]
+
+    async def resolve(self, api_version: str, kind: str) -> ResourceInfo:
+        """The resource serving `kind` in `api_version`; ApplyError when the cluster has none."""
+        group, _, version = api_version.rpartition("/")
+        for attempt in range(2):
+            groups = await self._load_groups()
+            if version in groups.get(group, []):
+                found = (await self._load_resources(group, version)).get(kind)
+                if found is not None:
+                    return found
+            if attempt == 0:
+                self.invalidate()
+        served = groups.get(group)
+        detail = (
+            f"the cluster serves {group or 'core'} versions {', '.join(served)}"
+            if served
+            else f"the cluster does not serve API group {group or 'core'!r} at all"
+        )
+        raise ApplyError(f"kind {kind} in {api_version} is not served by this cluster; {detail}")
+
+    async def api_versions(self) -> list[str]:
+        """Helm's `.Capabilities.APIVersions`: every `group/version` and `group/version/Kind`."""
+        groups = await self._load_groups()
+        pairs = [(g, v) for g, versions in groups.items() for v in versions]
+        listings = await asyncio.gather(*(self._load_resources(g, v) for g, v in pairs))
+        result: list[str] = []
+        for (group, version), resources in zip(pairs, listings, strict=True):
+            gv = f"{group}/{version}" if group else version
+            result.append(gv)
+            result.extend(f"{gv}/{kind}" for kind in resources)
+        return sorted(result)
+
+    async def namespaced_resources(self) -> list[ResourceInfo]:
+        """One (preferred-version) resource per namespaced kind: for emptiness checks."""
+        groups = await self._load_groups()
+        listings = await asyncio.gather(
+            *(self._load_resources(g, versions[0]) for g, versions in groups.items() if versions)
+        )
+        return [r for listing in listings for r in listing.values() if r.namespaced]

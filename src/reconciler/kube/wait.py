@@ -1,0 +1,74 @@
+"""Wait until applied objects are ready, explaining what is still missing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from reconciler.errors import ReadinessTimeout, ReconcilerError, WaitTimeout
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.readiness import READY, Readiness, readiness
+from reconciler.model.kube_object import KubeObject
+from reconciler.util.polling import poll_until
+
+WATCHED_KINDS = {
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "Pod",
+    "CustomResourceDefinition",
+    "APIService",
+}
+
+
+class WorkloadFailed(ReconcilerError):
+    """A workload reached a state from which waiting cannot help (e.g. a failed Job)."""
+
+
+async def wait_ready(
+    cluster: Cluster,
+    objects: list[KubeObject],
+    *,
+    timeout: float,
+    on_waiting: Callable[[str], None] | None = None,
+) -> None:
+    """Poll the objects whose kind has a readiness rule until all are ready."""
+    pending = {
+        obj.key: obj for obj in objects if obj.kind in WATCHED_KINDS and readiness(obj) != READY
+    }
+    reasons: dict[object, str] = {}
+
+    async def check(obj: KubeObject) -> tuple[KubeObject, Readiness]:
+        live = await cluster.get(obj)
+        if live is None:
+            return obj, Readiness(False, f"{obj}: does not exist (deleted by someone else?)")
+        return obj, readiness(live)
+
+    async def all_ready() -> bool:
+        results = await asyncio.gather(*(check(obj) for obj in pending.values()))
+        for obj, state in results:
+            if state.failed:
+                raise WorkloadFailed(state.reason)
+            if state.ready:
+                pending.pop(obj.key, None)
+                reasons.pop(obj.key, None)
+            else:
+                reasons[obj.key] = state.reason
+        if pending and on_waiting is not None:
+            on_waiting(next(iter(reasons.values())))
+        return not pending
+
+    def still_missing() -> str:
+        shown = list(reasons.values())[:5]
+        more = f" (and {len(reasons) - 5} more)" if len(reasons) > 5 else ""
+        return "readiness: " + "; ".join(shown) + more
+
+    if not pending:
+        return
+    try:
+        await poll_until(
+            all_ready, timeout=timeout, what=still_missing, interval=0.2, max_interval=2.0
+        )
+    except WaitTimeout as exc:
+        raise ReadinessTimeout(str(exc)) from None

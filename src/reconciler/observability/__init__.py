@@ -1,0 +1,1 @@
+"""Logging, metrics and audit: how the system tells operators what it is doing."""
