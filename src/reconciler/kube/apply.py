@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 from reconciler.errors import ApplyError, ReconcilerError
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.inventory import Entry, our_apply_time
-from reconciler.kube.transform import prepare
+from reconciler.kube.transform import COMPONENT, prepare
 from reconciler.kube.wait import wait_ready
 from reconciler.model.kube_object import KubeObject, ObjectKey
 
@@ -66,26 +65,44 @@ async def prepare_all(
     return result, warnings
 
 
-def _changed(live: KubeObject, previous: Entry | None) -> bool:
-    if previous is None:
-        return True
-    if previous.resource_version == str(live.metadata.get("resourceVersion", "")):
-        return False
-    # Someone else changed the object (resourceVersion moved); it only counts as drift we
-    # reverted if our own apply changed something, which moves our manager's apply time.
-    return previous.applied_at != our_apply_time(live)
+async def live_versions(
+    cluster: Cluster, objects: list[KubeObject], component: str
+) -> dict[ObjectKey, str]:
+    """resourceVersion of each of the component's objects that exists now (one LIST per kind
+    and namespace), so an apply can tell which objects it really changed."""
+    groups = {(obj.api_version, obj.kind, obj.namespace) for obj in objects}
+
+    async def one(api_version: str, kind: str, namespace: str) -> list[KubeObject]:
+        try:
+            info = await cluster.mapper.resolve(api_version, kind)
+        except ApplyError:
+            return []  # kind not served yet (its CRD comes with this apply): all new
+        return await cluster.list(
+            info, namespace=namespace or None, label_selector=f"{COMPONENT}={component}"
+        )
+
+    listings = await asyncio.gather(*(one(*group) for group in sorted(groups)))
+    return {
+        obj.key: str(obj.metadata.get("resourceVersion", ""))
+        for listing in listings
+        for obj in listing
+    }
 
 
 async def apply_objects(
     cluster: Cluster,
     objects: list[KubeObject],
     *,
-    previous: dict[ObjectKey, Entry],
+    before: dict[ObjectKey, str],
     concurrency: int = 16,
     crd_timeout: float = 60.0,
     on_phase: Callable[[str], None] | None = None,
 ) -> ApplyResult:
-    """Apply prepared objects; raise ApplyError naming every rejected object."""
+    """Apply prepared objects; raise ApplyError naming every rejected object.
+
+    `before` holds the resourceVersions from before the apply: an object counts as changed when
+    the apply moved it (new, upgraded, or drift reverted).
+    """
     result = ApplyResult()
     limit = asyncio.Semaphore(concurrency)
     errors: list[str] = []
@@ -98,7 +115,7 @@ async def apply_objects(
                 errors.append(str(exc))
                 return
         result.live.append(live)
-        if _changed(live, previous.get(live.key)):
+        if before.get(live.key) != live.metadata.get("resourceVersion"):
             result.changed.append(live.key)
 
     first = [obj for obj in objects if is_first_wave(obj)]

@@ -1,11 +1,11 @@
 """The record of what a component applied, kept in the cluster next to the component.
 
 A ConfigMap `reconciler-inventory-<component>` in the component's namespace lists every object
-the last reconciliation applied (apiVersion, kind, namespace, name, resourceVersion and the time
-of our last effective apply). Pruning deletes what the previous record lists and the new render
-does not; drift reporting compares resourceVersions and apply times with it. The record is
-written *before* applying (old plus new, state `applying`), so a crash mid-apply never leaves
-objects nobody knows about, and rewritten afterwards (state `applied`).
+the last reconciliation applied (apiVersion, kind, namespace, name). Pruning deletes what the
+previous record lists and the new render does not. The record is written *before* applying (old
+plus new, state `applying`) whenever new objects appear, so a crash mid-apply never leaves
+objects nobody knows about, and rewritten afterwards (state `applied`). An unchanged component
+rewrites nothing: the record's content depends only on the set of objects and the version.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ class Entry:
     kind: str
     namespace: str
     name: str
-    resource_version: str = ""
-    applied_at: str = ""
 
     @property
     def key(self) -> ObjectKey:
@@ -43,14 +41,7 @@ class Entry:
 
     @classmethod
     def of(cls, live: KubeObject) -> Entry:
-        return cls(
-            live.api_version,
-            live.kind,
-            live.namespace,
-            live.name,
-            str(live.metadata.get("resourceVersion", "")),
-            our_apply_time(live),
-        )
+        return cls(live.api_version, live.kind, live.namespace, live.name)
 
 
 @dataclass
@@ -63,14 +54,6 @@ class Inventory:
 
     def by_key(self) -> dict[ObjectKey, Entry]:
         return {entry.key: entry for entry in self.entries}
-
-
-def our_apply_time(live: KubeObject) -> str:
-    """When our field manager last changed this object (server-side apply records it)."""
-    for managed in live.metadata.get("managedFields") or []:
-        if managed.get("manager") == MANAGER and managed.get("operation") == "Apply":
-            return str(managed.get("time", ""))
-    return ""
 
 
 def configmap_name(component: str) -> str:
@@ -90,7 +73,10 @@ def _configmap(inventory: Inventory) -> dict[str, Any]:
             "component": inventory.component,
             "version": inventory.version,
             "state": inventory.state,
-            "objects": json.dumps([asdict(e) for e in inventory.entries], separators=(",", ":")),
+            "objects": json.dumps(
+                [asdict(e) for e in sorted(set(inventory.entries), key=lambda e: e.key)],
+                separators=(",", ":"),
+            ),
         },
     }
 

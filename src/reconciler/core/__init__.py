@@ -1,0 +1,1 @@
+"""The component reconciler core: render, apply, wait until ready, report; delete; actions."""

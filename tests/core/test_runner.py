@@ -1,0 +1,234 @@
+"""The component reconciler core against the real apiserver, one component per test namespace."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler.charts.sources import ChartCache
+from reconciler.core.actions import ActionContext, ActionRegistry
+from reconciler.core.charts import HelmChartProvider
+from reconciler.core.runner import ComponentReconciler
+from reconciler.kube import inventory
+from reconciler.kube.cluster import Cluster
+from reconciler.model.kube_object import KubeObject
+from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
+from tests.conftest import KubeTarget
+from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
+
+
+@pytest.fixture
+async def cluster(kube_cluster: KubeTarget) -> Any:
+    async with await Cluster.connect(kube_cluster.kubeconfig) as connected:
+        yield connected
+
+
+@pytest.fixture
+def reconciler(tmp_path: Path) -> ComponentReconciler:
+    return ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
+
+
+def task(chart: Path, namespace: str, **changes: Any) -> Task:
+    base = Task(component="web", namespace=namespace, version="1.0.0", chart=str(chart), timeout=30)
+    return Task(**{**base.__dict__, **changes})
+
+
+async def resource_versions(cluster: Cluster, namespace: str) -> dict[str, str]:
+    found = {}
+    for kind, api in (("ConfigMap", "v1"), ("Deployment", "apps/v1")):
+        info = await cluster.mapper.resolve(api, kind)
+        for obj in await cluster.list(info, namespace=namespace):
+            found[f"{kind}/{obj.name}"] = obj.metadata["resourceVersion"]
+    return found
+
+
+@pytest.mark.usefixtures("kubelet")
+async def test_reconcile_applies_labels_records_inventory_and_waits_until_ready(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str, tmp_path: Path
+) -> None:
+    chart = make_chart(
+        tmp_path,
+        "web",
+        {"deploy.yaml": DEPLOYMENT, "cms.yaml": CONFIGMAPS},
+        {"replicas": 2, "configmaps": ["a", "b"]},
+    )
+    events: list[ProgressEvent] = []
+    outcome = await reconciler.run(task(chart, namespace), cluster, events.append)
+    assert outcome.ok, outcome.error
+    assert events[-1].state is ProgressState.SUCCESS
+    assert any(e.phase == "waiting" for e in events)
+    live = await cluster.get(
+        KubeObject(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": namespace},
+            }
+        )
+    )
+    assert live is not None
+    assert live.labels["reconciler.kyma-project.io/managed-by"] == "reconciler"
+    assert live.labels["reconciler.kyma-project.io/origin-version"] == "1.0.0"
+    assert live.raw["status"]["availableReplicas"] == 2
+    record = await inventory.read(cluster, "web", namespace)
+    assert record is not None
+    assert record.state == "applied"
+    assert {e.name for e in record.entries} == {"web", "a", "b"}
+
+
+@pytest.mark.usefixtures("kubelet")
+async def test_second_reconcile_changes_no_resource_version(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str, tmp_path: Path
+) -> None:
+    chart = make_chart(
+        tmp_path,
+        "web",
+        {"deploy.yaml": DEPLOYMENT, "cms.yaml": CONFIGMAPS},
+        {"configmaps": ["a", "b"]},
+    )
+    assert (await reconciler.run(task(chart, namespace), cluster)).ok
+    before = await resource_versions(cluster, namespace)
+    again = await reconciler.run(task(chart, namespace), cluster)
+    assert again.ok
+    assert again.changed == []
+    after = await resource_versions(cluster, namespace)
+    assert after == before
+
+
+async def test_drift_is_reverted_and_reported(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str, tmp_path: Path
+) -> None:
+    chart = make_chart(tmp_path, "web", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["a", "b"]})
+    assert (await reconciler.run(task(chart, namespace), cluster)).ok
+    await cluster.client.request(
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}/configmaps/a",
+        body={"data": {"greeting": "tampered"}},
+        content_type="application/merge-patch+json",
+    )
+    outcome = await reconciler.run(task(chart, namespace), cluster)
+    assert [k.name for k in outcome.changed] == ["a"]
+    live = await cluster.get(
+        KubeObject(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "a", "namespace": namespace},
+            }
+        )
+    )
+    assert live is not None
+    assert live.raw["data"]["greeting"] == "hello"
+
+
+async def test_upgrade_prunes_what_the_new_version_no_longer_renders(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str, tmp_path: Path
+) -> None:
+    chart = make_chart(tmp_path, "web", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["a", "b"]})
+    assert (await reconciler.run(task(chart, namespace), cluster)).ok
+    outcome = await reconciler.run(
+        task(chart, namespace, version="2.0.0", configuration={"configmaps": ["a"]}), cluster
+    )
+    assert outcome.ok, outcome.error
+    assert [k.name for k in outcome.pruned] == ["b"]
+    assert set(await resource_versions(cluster, namespace)) == {
+        "ConfigMap/a",
+        "ConfigMap/kube-root-ca.crt",
+        f"ConfigMap/{inventory.configmap_name('web')}",
+    }
+
+
+async def test_readiness_timeout_says_what_is_missing(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str, tmp_path: Path
+) -> None:
+    chart = make_chart(tmp_path, "web", {"deploy.yaml": DEPLOYMENT}, {"replicas": 2})
+    outcome = await reconciler.run(task(chart, namespace, timeout=2), cluster)
+    assert not outcome.ok
+    assert f"deployment {namespace}/web: 0/2 replicas available" in outcome.error
+    assert outcome.error.startswith("component web:")
+
+
+async def test_delete_removes_objects_record_and_owned_namespace(
+    cluster: Cluster, reconciler: ComponentReconciler, tmp_path: Path
+) -> None:
+    chart = make_chart(tmp_path, "web", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["a"]})
+    target = task(chart, "owned-by-web", wait=False)
+    assert (await reconciler.run(target, cluster)).ok
+    outcome = await reconciler.run(task(chart, "owned-by-web", type=TaskType.DELETE), cluster)
+    assert outcome.ok, outcome.error
+    namespace = KubeObject(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "owned-by-web"}}
+    )
+    assert await cluster.get(namespace) is None
+
+
+async def test_broken_template_fails_with_the_chart_named(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str, tmp_path: Path
+) -> None:
+    chart = make_chart(tmp_path, "web", {"bad.yaml": "{{ .Values.x.y.z }"})
+    outcome = await reconciler.run(task(chart, namespace), cluster)
+    assert not outcome.ok
+    assert "component web" in outcome.error
+    assert "bad.yaml" in outcome.error
+    assert await inventory.read(cluster, "web", namespace) is None
+
+
+async def test_rejected_object_is_named_and_the_record_still_lists_what_was_attempted(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str, tmp_path: Path
+) -> None:
+    chart = make_chart(
+        tmp_path, "web", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["good", "Bad_Name"]}
+    )
+    outcome = await reconciler.run(task(chart, namespace), cluster)
+    assert not outcome.ok
+    assert "Bad_Name" in outcome.error
+    record = await inventory.read(cluster, "web", namespace)
+    assert record is not None
+    assert record.state == "applying"
+    assert {e.name for e in record.entries} >= {"good", "Bad_Name"}
+
+
+async def test_actions_run_around_and_instead_of_the_generic_steps(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    calls: list[str] = []
+
+    class Action:
+        async def pre_reconcile(self, ctx: ActionContext) -> None:
+            calls.append("pre")
+
+        async def reconcile(self, ctx: ActionContext) -> None:
+            calls.append(f"reconcile {len(ctx.objects)} objects")
+            await ctx.kube.apply(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "from-action", "namespace": ctx.task.namespace},
+                }
+            )
+
+        async def post_reconcile(self, ctx: ActionContext) -> None:
+            await asyncio.sleep(0)
+            calls.append("post")
+
+    chart = make_chart(tmp_path, "web", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["a"]})
+    custom = ComponentReconciler(
+        HelmChartProvider(ChartCache(tmp_path / "c")), ActionRegistry({"web": Action()})
+    )
+    assert (await custom.run(task(chart, namespace), cluster)).ok
+    assert calls == ["pre", "reconcile 1 objects", "post"]
+    cm = KubeObject(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "from-action", "namespace": namespace},
+        }
+    )
+    assert await cluster.get(cm) is not None
+    default_cm = KubeObject(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": namespace}}
+    )
+    assert await cluster.get(default_cm) is None
