@@ -11,10 +11,10 @@ help:
 	@echo "make demo   start the local dev cluster (embedded default) and print how to reach it"
 	@echo "make test   lint, type-check and run the whole test suite against the real test bed"
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(VENV)/.installed: pyproject.toml constraints.txt examples/actions/pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]' -e examples/actions
 	touch $@
 
 setup: $(VENV)/.installed

@@ -1,0 +1,1 @@
+"""Sample custom actions for the Reconciler (entry-point group `reconciler.actions`)."""
