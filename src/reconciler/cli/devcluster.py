@@ -49,11 +49,15 @@ def up(
     controller_manager: Annotated[
         bool, typer.Option(help="Also run kube-controller-manager (GC, namespace deletion).")
     ] = True,
+    kubelet: Annotated[
+        bool, typer.Option(help="Run the kubelet stand-in so workloads can become ready.")
+    ] = True,
 ) -> None:
     """Start a fresh cluster and print how to reach it."""
     try:
         build_all()
-        info = asyncio.run(DevCluster(directory, controller_manager=controller_manager).start())
+        cluster = DevCluster(directory, controller_manager=controller_manager, kubelet=kubelet)
+        info = asyncio.run(cluster.start())
     except ReconcilerError as exc:
         raise _fail(exc) from exc
     typer.echo(f"ready in {info.ready_seconds:.1f}s: {info.api_url}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from reconciler import __version__
-from reconciler.cli import devcluster
+from reconciler.cli import components, devcluster
 
 app = typer.Typer(
     name="reconciler",
@@ -14,6 +14,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(devcluster.app, name="dev-cluster")
+app.command()(components.deploy)
+app.command()(components.delete)
+app.command()(components.template)
+app.command()(components.diff)
 
 
 @app.command()

@@ -63,13 +63,14 @@ def build_tasks(
             configuration=layer([spec.configuration, shared, nest(specific.get(spec.name, {}))]),
             timeout=options.timeout,
             wait=options.wait,
+            include_crds=not options.with_crds,
         )
     if options.with_crds:
         tasks[CRDS_COMPONENT] = Task(
             component=CRDS_COMPONENT,
             namespace=components.default_namespace,
             version=options.version,
-            chart=str(workspace.crds_dir),
+            chart=str(workspace.root),
             crd_sources=tuple(workspace.chart_source(spec) for spec in components.all()),
             type=task_type,
             timeout=options.timeout,

@@ -10,6 +10,7 @@ Every failure ends in one `error` event whose message names the component and th
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from reconciler.kube import inventory
 from reconciler.kube.apply import apply_objects, live_versions, prepare_all
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.delete import delete_objects
+from reconciler.kube.transform import COMPONENT
 from reconciler.kube.wait import wait_ready
 from reconciler.model.kube_object import KubeObject, ObjectKey
 from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
@@ -162,7 +164,11 @@ class ComponentReconciler:
         outcome.applied = len(result.live)
         outcome.changed = result.changed
         outcome.warnings.extend(result.warnings)
-        stale = [entry.as_object() for key, entry in old.items() if key not in intent]
+        stale = await self._still_ours(
+            cluster,
+            [entry.as_object() for key, entry in old.items() if key not in intent],
+            task.component,
+        )
         if stale:
             phase(f"pruning {len(stale)} objects")
             pruned = await delete_objects(
@@ -186,6 +192,19 @@ class ComponentReconciler:
         if task.wait:
             phase("waiting for readiness")
             await wait_ready(cluster, result.live, timeout=task.timeout, on_waiting=phase)
+
+    @staticmethod
+    async def _still_ours(
+        cluster: Cluster, candidates: list[KubeObject], component: str
+    ) -> list[KubeObject]:
+        """Prune only what still carries our component label: another component (e.g. the CRDs
+        pseudo-component) may have taken an object over since we recorded it."""
+        lives = await asyncio.gather(*(cluster.get(obj) for obj in candidates))
+        return [
+            obj
+            for obj, live in zip(candidates, lives, strict=True)
+            if live is not None and live.labels.get(COMPONENT) == component
+        ]
 
     async def _ensure_namespace(
         self, cluster: Cluster, task: Task, old: dict[ObjectKey, inventory.Entry]

@@ -13,6 +13,7 @@ import base64
 import json
 import shutil
 import ssl
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from reconciler.devcluster.processes import is_running, spawn, terminate
 from reconciler.errors import DevClusterError, WaitTimeout
 from reconciler.util.polling import poll_until
 
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kubelet")
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,16 @@ class DevCluster:
     """A throw-away control plane living in `directory` (logs, certificates, etcd data)."""
 
     def __init__(
-        self, directory: Path, *, controller_manager: bool = True, ready_timeout: float = 120.0
+        self,
+        directory: Path,
+        *,
+        controller_manager: bool = True,
+        kubelet: bool = False,
+        ready_timeout: float = 120.0,
     ) -> None:
         self.directory = directory.resolve()
         self.controller_manager = controller_manager
+        self.kubelet = kubelet
         self.ready_timeout = ready_timeout
 
     @property
@@ -87,6 +94,7 @@ class DevCluster:
         return {
             name: pid if (pid := pids.get(name)) and is_running(pid, self._marker()) else None
             for name in COMPONENTS
+            if name != "kubelet" or name in pids
         }
 
     async def start(self) -> DevClusterInfo:
@@ -126,6 +134,18 @@ class DevCluster:
                     pids["kube-controller-manager"],
                     ssl_ctx,
                     '"default"',
+                )
+            if self.kubelet:
+                # the kubelet stand-in (see devcluster/kubelet.py): Pods get a kubelet's status
+                pids["kubelet"] = spawn(
+                    [
+                        sys.executable,
+                        "-m",
+                        "reconciler.devcluster.kubelet",
+                        "--kubeconfig",
+                        str(self.kubeconfig),
+                    ],
+                    self._log("kubelet"),
                 )
         except BaseException:
             await terminate(list(pids.values()), self._marker())

@@ -38,6 +38,8 @@ class Task:
     profile: str | None = None
     configuration: dict[str, Any] = field(default_factory=dict)
     """Overrides for this component, global ones already merged (flat or nested keys)."""
+    include_crds: bool = True
+    """Apply the chart's `crds/` too; off when the CRDs pseudo-component owns them."""
     crd_sources: tuple[str, ...] = ()
     """CRDs pseudo-component only: chart sources whose `crds/` directories it applies."""
     correlation_id: str = ""

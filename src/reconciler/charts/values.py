@@ -1,0 +1,60 @@
+"""The values a chart is rendered with: its values.yaml ⊕ a profile file ⊕ overrides.
+
+Profiles are files in the chart directory (`profile-<p>.yaml`, else `<p>.yaml`); a chart without
+the requested profile simply has no profile layer. Files are merged as they are (their keys may
+contain dots, e.g. annotation names); only the overrides are read as flat dotted keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reconciler.charts import yamlio
+from reconciler.errors import ChartError
+from reconciler.model.values import layer, merge
+
+
+def chart_values(
+    chart_dir: Path, *, profile: str | None, overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Layer the chart's defaults, the profile file and the overrides (later layers win)."""
+    values = read_values_file(chart_dir / "values.yaml")
+    if profile:
+        profile_file = profile_path(chart_dir, profile)
+        if profile_file is not None:
+            values = merge(values, read_values_file(profile_file))
+    return merge(values, layer([overrides]))
+
+
+def profile_path(chart_dir: Path, profile: str) -> Path | None:
+    """The file holding `profile` in this chart, or None when the chart has none."""
+    if not profile or "/" in profile or "\\" in profile or profile.startswith("."):
+        raise ChartError(f"invalid profile name {profile!r}: it must be a plain file name part")
+    for name in (f"profile-{profile}.yaml", f"{profile}.yaml"):
+        candidate = chart_dir / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_values_file(path: Path) -> dict[str, Any]:
+    """A values file as a dict; a missing or empty file is `{}`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ChartError(f"cannot read values file {path}: {exc.strerror or exc}") from exc
+    try:
+        data = yamlio.load(text)
+    except yaml.YAMLError as exc:
+        raise ChartError(f"invalid YAML in values file {path}{yamlio.where(exc)}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ChartError(f"values file {path} holds a {type(data).__name__}, not a map of values")
+    return data
