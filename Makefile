@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 .PHONY: help setup testbed lint typecheck test demo demo-down clean
 
 help:
-	@echo "make demo   start the local dev cluster (embedded default) and print how to reach it"
+	@echo "make demo   start a local dev cluster and deploy the sample component set to it"
 	@echo "make test   lint, type-check and run the whole test suite against the real test bed"
 
 $(VENV)/.installed: pyproject.toml constraints.txt examples/actions/pyproject.toml
@@ -33,11 +33,16 @@ typecheck: setup
 test: testbed lint typecheck
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+DEMO_DIR ?= $(HOME)/.cache/reconciler/dev-cluster
+
 demo: testbed
-	$(BIN)/reconciler dev-cluster up
+	$(BIN)/reconciler dev-cluster up --dir $(DEMO_DIR)
+	$(BIN)/reconciler deploy --kubeconfig $(DEMO_DIR)/kubeconfig --workspace examples/kyma-like --profile evaluation
+	@echo "Deployed. Try: $(BIN)/reconciler diff --kubeconfig $(DEMO_DIR)/kubeconfig -w examples/kyma-like"
+	@echo "Stop with: make demo-down"
 
 demo-down: setup
-	$(BIN)/reconciler dev-cluster down
+	$(BIN)/reconciler dev-cluster down --dir $(DEMO_DIR)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -86,10 +86,12 @@ async def cluster_factory(
     """Start extra, independent clusters (each its own etcd + apiserver); all stopped afterwards."""
     started: list[DevCluster] = []
 
-    async def make(controller_manager: bool = False) -> KubeTarget:
+    async def make(controller_manager: bool = False, kubelet: bool = False) -> KubeTarget:
         build_all()
         cluster = DevCluster(
-            tmp_path_factory.mktemp("extra-kube"), controller_manager=controller_manager
+            tmp_path_factory.mktemp("extra-kube"),
+            controller_manager=controller_manager,
+            kubelet=kubelet,
         )
         started.append(cluster)
         await cluster.start()

@@ -72,10 +72,10 @@ def test_the_package_registers_the_serverless_entry_point() -> None:
     assert build["build-backend"] == "hatchling.build"
 
 
-def test_the_action_implements_only_post_reconcile(action: Any) -> None:
+def test_the_action_implements_post_reconcile_and_pre_delete(action: Any) -> None:
     implemented = [hook for hook in HOOKS if hasattr(action, hook)]
 
-    assert implemented == ["post_reconcile"]
+    assert implemented == ["post_reconcile", "pre_delete"]
     assert inspect.iscoroutinefunction(action.post_reconcile)
 
 

@@ -1,7 +1,8 @@
 """The `serverless` component's custom action: record what reconciled it, and which version.
 
-It shows the smallest useful action: one `post_reconcile` hook that applies a ConfigMap through the
-context's cluster client. It deliberately does not import the reconciler: the context is described
+It shows the smallest useful action: a `post_reconcile` hook that applies a ConfigMap through the
+context's cluster client, and a `pre_delete` hook that removes it again (the reconciler only deletes
+what the chart renders, and never a namespace that still holds objects it does not own). It deliberately does not import the reconciler: the context is described
 by the small protocols below (structural typing), so the package installs and type-checks on its
 own, and only the attributes it really uses are part of its contract.
 """
@@ -25,6 +26,10 @@ class _Task(Protocol):
 class _Kube(Protocol):
     async def apply(self, obj: dict[str, Any]) -> Any:
         """Server-side apply of a plain manifest (field manager `reconciler`)."""
+        ...
+
+    async def delete(self, obj: dict[str, Any]) -> bool:
+        """Delete a plain manifest's object; False when it was already gone."""
         ...
 
 
@@ -64,7 +69,7 @@ def runtime_info(namespace: str, version: str) -> dict[str, Any]:
 
 
 class ServerlessAction:
-    """Only `post_reconcile` is implemented; every other step keeps the default behaviour."""
+    """`post_reconcile` and `pre_delete`; every other step keeps the default behaviour."""
 
     async def post_reconcile(self, ctx: ActionContext) -> None:
         task = ctx.task
@@ -76,6 +81,12 @@ class ServerlessAction:
             namespace=task.namespace,
             version=version,
         )
+
+
+    async def pre_delete(self, ctx: ActionContext) -> None:
+        task = ctx.task
+        await ctx.kube.delete(runtime_info(task.namespace, str(task.version)))
+        ctx.logger.info("serverless runtime info removed", configmap=RUNTIME_INFO_NAME)
 
 
 # The entry point `serverless` in group `reconciler.actions` resolves to this object.

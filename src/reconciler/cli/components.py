@@ -65,7 +65,7 @@ Version = Annotated[str, typer.Option("--version", help="Version label for appli
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[red]error:[/] {message}", highlight=False)
+    err.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -196,10 +196,15 @@ def _run_set(
         for name in plan.names():
             outcome = outcomes.get(name)
             if outcome and outcome.error:
-                err.print(f"[red]✗[/] {outcome.error}", highlight=False)
-            elif outcome and outcome.changed and task_type is TaskType.RECONCILE:
+                err.print(f"[red]✗[/] {outcome.error}", highlight=False, soft_wrap=True)
+            elif (
+                outcome
+                and outcome.changed
+                and len(outcome.changed) < outcome.applied  # not a fresh install: say what
+                and task_type is TaskType.RECONCILE
+            ):
                 shown = ", ".join(str(k) for k in outcome.changed[:5])
-                err.print(f"{name}: changed {shown}", highlight=False, markup=False)
+                err.print(f"{name}: changed {shown}", highlight=False, markup=False, soft_wrap=True)
     if not ok:
         raise typer.Exit(1)
 

@@ -53,14 +53,19 @@ def up(
         bool, typer.Option(help="Run the kubelet stand-in so workloads can become ready.")
     ] = True,
 ) -> None:
-    """Start a fresh cluster and print how to reach it."""
-    try:
-        build_all()
-        cluster = DevCluster(directory, controller_manager=controller_manager, kubelet=kubelet)
-        info = asyncio.run(cluster.start())
-    except ReconcilerError as exc:
-        raise _fail(exc) from exc
-    typer.echo(f"ready in {info.ready_seconds:.1f}s: {info.api_url}")
+    """Start a fresh cluster (or reuse the one running in DIR) and print how to reach it."""
+    cluster = DevCluster(directory, controller_manager=controller_manager, kubelet=kubelet)
+    running = cluster.info()
+    if running is not None and cluster.status()["kube-apiserver"]:
+        info = running
+        typer.echo(f"already running: {info.api_url}")
+    else:
+        try:
+            build_all()
+            info = asyncio.run(cluster.start())
+        except ReconcilerError as exc:
+            raise _fail(exc) from exc
+        typer.echo(f"ready in {info.ready_seconds:.1f}s: {info.api_url}")
     typer.echo(f"kubeconfig: {info.kubeconfig}")
     typer.echo(f"try:        kubectl --kubeconfig {info.kubeconfig} get ns")
     typer.echo(f"stop with:  reconciler dev-cluster down --dir {directory}")

@@ -29,6 +29,7 @@ class Row:
     message: str = ""
     started: float | None = None
     ended: float | None = None
+    printed: str = ""
 
     def elapsed(self) -> str:
         if self.started is None:
@@ -87,11 +88,13 @@ class ProgressView:
         row = self.rows[component]
         if self._live is not None:
             self._live.update(self._table())
-        elif self.mode == "lines" and (row.state != previous or row.state != "running"):
+        elif self.mode == "lines" and (row.state != previous or row.message != row.printed):
+            row.printed = row.message
             self.console.print(
                 f"{component}: {row.state} {row.elapsed()} {row.message}".rstrip(),
                 highlight=False,
                 markup=False,
+                soft_wrap=True,
             )
 
     def _table(self) -> Table:
