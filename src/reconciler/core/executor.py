@@ -49,7 +49,9 @@ async def execute(
                 d for d in sorted(after) if d in results and results[d].state is not StepState.DONE
             ]
             if blocked:
-                results[name] = StepResult(StepState.SKIPPED, f"not run: {blocked[0]} failed")
+                first = blocked[0]
+                detail = f"not run: {first} {results[first].state.value}"
+                results[name] = StepResult(StepState.SKIPPED, detail)
                 if on_skip:
                     on_skip(name, results[name].detail)
                 return

@@ -1,0 +1,57 @@
+"""A failing component stops its dependants, not unrelated components."""
+
+from __future__ import annotations
+
+import asyncio
+
+from reconciler.core.executor import StepState, execute
+from reconciler.model.component import ComponentSet
+from reconciler.model.plan import plan_components
+
+SET = ComponentSet.model_validate(
+    {
+        "prerequisites": [{"name": "base"}],
+        "components": [{"name": "a"}, {"name": "b", "dependsOn": ["a"]}, {"name": "c"}],
+    }
+)
+
+
+async def test_failure_skips_dependants_and_keeps_unrelated_components_running() -> None:
+    ran: list[str] = []
+
+    async def run(name: str) -> bool:
+        await asyncio.sleep(0)
+        ran.append(name)
+        return name != "a"
+
+    results = await execute(plan_components(SET), run)
+    assert results["a"].state is StepState.FAILED
+    assert results["b"].state is StepState.SKIPPED
+    assert "a" in results["b"].detail
+    assert results["c"].state is StepState.DONE
+    assert "b" not in ran
+    assert ran.index("base") < ran.index("a")
+
+
+async def test_independent_components_run_concurrently() -> None:
+    running: set[str] = set()
+    overlap: list[set[str]] = []
+
+    async def run(name: str) -> bool:
+        running.add(name)
+        await asyncio.sleep(0.01)
+        overlap.append(set(running))
+        running.discard(name)
+        return True
+
+    await execute(plan_components(SET, with_crds=False), run)
+    assert any({"a", "c"} <= seen for seen in overlap)
+
+
+async def test_failed_prerequisite_stops_everything_after_it() -> None:
+    async def run(name: str) -> bool:
+        return name != "base"
+
+    results = await execute(plan_components(SET), run)
+    assert results["CRDs"].state is StepState.DONE
+    assert {results[n].state for n in ("a", "b", "c")} == {StepState.SKIPPED}
