@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import structlog
 from lightkube import AsyncClient, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
@@ -26,6 +27,13 @@ from reconciler.devcluster import DevCluster, PostgresServer
 from reconciler.devcluster import kubelet as fake_kubelet
 from reconciler.devcluster.build import build_all
 from reconciler.kube.client import KubeClient
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logging() -> Iterator[None]:
+    """CLI tests configure structlog for their process; give every test the defaults back."""
+    yield
+    structlog.reset_defaults()
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,16 @@ import sys
 import structlog
 
 
+class _CurrentStderr:
+    """Whatever `sys.stderr` is at write time (test runners and the CLI's runner swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(*, json_lines: bool = True, level: str = "INFO") -> None:
     processors: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -27,7 +37,7 @@ def configure_logging(*, json_lines: bool = True, level: str = "INFO") -> None:
     structlog.configure(
         processors=[*processors, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
 
