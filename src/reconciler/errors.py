@@ -38,3 +38,11 @@ class ApplyError(ReconcilerError):
 
 class ReadinessTimeout(ReconcilerError):
     """Objects did not become ready before the deadline; the message says which and why."""
+
+
+class NotFoundError(ReconcilerError):
+    """The cluster, configuration, reconciliation or operation does not exist."""
+
+
+class ConflictError(ReconcilerError):
+    """The request conflicts with the current state (e.g. stopping a running operation)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from reconciler.charts.render import Capabilities
 from reconciler.core.actions import ActionContext, ActionRegistry
 from reconciler.core.charts import ChartProvider
-from reconciler.errors import ReconcilerError
+from reconciler.errors import ClusterUnreachable, ReadinessTimeout, ReconcilerError, WaitTimeout
 from reconciler.kube import inventory
 from reconciler.kube.apply import apply_objects, live_versions, prepare_all
 from reconciler.kube.cluster import Cluster
@@ -30,6 +30,7 @@ from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
 from reconciler.observability.logging import get_logger
 
 Report = Callable[[ProgressEvent], None]
+TRANSIENT_ERRORS = (ClusterUnreachable, ReadinessTimeout, WaitTimeout)
 
 
 @dataclass
@@ -43,6 +44,8 @@ class Outcome:
     deleted: list[ObjectKey] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str = ""
+    transient: bool = False
+    """The error may go away by itself (cluster unreachable, not ready in time)."""
     seconds: float = 0.0
 
     @property
@@ -95,6 +98,7 @@ class ComponentReconciler:
                 await self._delete(ctx, outcome, phase)
         except ReconcilerError as exc:
             outcome.error = f"component {task.component}: {exc}"
+            outcome.transient = isinstance(exc, TRANSIENT_ERRORS)
         except Exception as exc:  # an unexpected bug must still end in one error event
             log.exception("unexpected failure")
             outcome.error = f"component {task.component}: internal error: {exc!r}"

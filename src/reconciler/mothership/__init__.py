@@ -1,0 +1,1 @@
+"""The control plane: scheduler, workers, invokers, bookkeeper, cleaner, and their wiring."""

@@ -1,0 +1,114 @@
+"""Wiring: one mothership instance = database + repositories + scheduler + workers +
+bookkeeper + cleaner, started and stopped together.
+
+Several instances may share one PostgreSQL database (claims and locks keep them apart); SQLite
+is for one instance. `Engine.service` is the Python API for the REST layer and tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from reconciler.charts.sources import ChartCache
+from reconciler.core.actions import ActionRegistry
+from reconciler.core.charts import HelmChartProvider
+from reconciler.core.runner import ComponentReconciler
+from reconciler.mothership.bookkeeper import Bookkeeper
+from reconciler.mothership.cleaner import Cleaner
+from reconciler.mothership.invoker import InProcessInvoker, Invoker
+from reconciler.mothership.notifier import Notifier, PostgresNotifier
+from reconciler.mothership.planner import Planner
+from reconciler.mothership.scheduler import Scheduler
+from reconciler.mothership.service import MothershipService
+from reconciler.mothership.settings import Settings
+from reconciler.mothership.workers import WorkerPool
+from reconciler.store.crypto import Cipher
+from reconciler.store.db import is_postgres, make_engine, migrate
+from reconciler.store.inventory import InventoryRepository
+from reconciler.store.reconciliations import ReconciliationRepository
+
+log = structlog.get_logger()
+InvokerFactory = Callable[[Planner], Invoker]
+
+
+class Engine:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        invoker: InvokerFactory | None = None,
+        worker: str | None = None,
+        run_loops: bool = True,
+    ) -> None:
+        self.settings = settings
+        self._invoker_factory = invoker
+        self._worker = worker
+        self._run_loops = run_loops
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.db: AsyncEngine | None = None
+
+    async def start(self) -> Engine:
+        settings = self.settings
+        self.db = make_engine(settings.sqlalchemy_url(), pool_size=max(settings.workers, 5))
+        if settings.migrate_on_start:
+            await migrate(self.db)
+        cipher = Cipher.from_file(settings.key_file(), create=not settings.database_url)
+        self.inventory = InventoryRepository(self.db, cipher)
+        self.repo = ReconciliationRepository(self.db, self.inventory)
+        self.notifier: Notifier = PostgresNotifier(self.db) if is_postgres(self.db) else Notifier()
+        await self.notifier.start()
+        self.planner = Planner(settings)
+        self.invoker = (
+            self._invoker_factory(self.planner)
+            if self._invoker_factory
+            else InProcessInvoker(
+                self.planner,
+                ComponentReconciler(
+                    HelmChartProvider(ChartCache(settings.charts_cache)),
+                    ActionRegistry.from_entry_points(),
+                ),
+                timeout=settings.operation_timeout,
+            )
+        )
+        self.service = MothershipService(self.inventory, self.repo, self.notifier)
+        self.scheduler = Scheduler(settings, self.inventory, self.repo, self.planner, self.notifier)
+        self.workers = WorkerPool(
+            settings, self.repo, self.inventory, self.invoker, self.notifier, self._worker
+        )
+        self.bookkeeper = Bookkeeper(settings, self.repo, self.notifier)
+        self.cleaner = Cleaner(settings, self.repo, self.inventory)
+        if self._run_loops:
+            loops: list[Callable[[asyncio.Event], Coroutine[Any, Any, None]]] = [
+                self.scheduler.run,
+                self.workers.run,
+                self.bookkeeper.run,
+                self.cleaner.run,
+            ]
+            self._tasks = [asyncio.create_task(loop(self._stop)) for loop in loops]
+        log.info(
+            "mothership engine started", worker=self.workers.worker, database=self.db.dialect.name
+        )
+        return self
+
+    async def stop(self) -> None:
+        """Stop the loops; running operations are handed back as orphans (resumable)."""
+        self._stop.set()
+        for name in ("clusters", "operations", "finished"):
+            await self.notifier.notify(name)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        await self.notifier.stop()
+        if self.db is not None:
+            await self.db.dispose()
+
+    async def __aenter__(self) -> Engine:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

@@ -1,0 +1,147 @@
+"""From a stored cluster configuration to operations and to component tasks.
+
+The configuration lists components (KEB sends them all); the mothership's settings name the
+prerequisites (run one after another, in that order) and the workspace of each Kyma version
+supplies charts, CRDs and `dependsOn`. The `CRDs` pseudo-component comes first whenever the
+version has a workspace. Deletion runs the same plan reversed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reconciler.charts.workspace import Workspace
+from reconciler.errors import ReconcilerError
+from reconciler.model.cluster import ClusterState, ComponentConfig
+from reconciler.model.component import CRDS_COMPONENT, ComponentSet, ComponentSpec
+from reconciler.model.operation import Operation, PlannedOperation
+from reconciler.model.plan import Plan, plan_components
+from reconciler.model.status import OperationType
+from reconciler.model.task import Task, TaskType
+from reconciler.model.values import layer
+from reconciler.mothership.settings import Settings
+
+DEFAULT_NAMESPACE = "kyma-system"
+
+
+class PlanningError(ReconcilerError):
+    """The configuration cannot be turned into a plan (unknown component, cycle, ...)."""
+
+
+class Planner:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._sets: dict[Path, ComponentSet] = {}
+
+    def workspace(self, kyma_version: str) -> Workspace | None:
+        root = self.settings.workspace_for(kyma_version)
+        return Workspace(root) if root else None
+
+    def _known(self, workspace: Workspace | None) -> ComponentSet | None:
+        if workspace is None or not workspace.components_file.is_file():
+            return None
+        if workspace.root not in self._sets:
+            self._sets[workspace.root] = workspace.component_set()
+        return self._sets[workspace.root]
+
+    def component_set(self, state: ClusterState) -> ComponentSet:
+        """The configured components as a component set (prerequisites first, in order)."""
+        kyma = state.spec.kyma_config
+        workspace = self.workspace(kyma.version)
+        known = self._known(workspace)
+        configured = {c.component: c for c in kyma.components}
+        names = set(configured)
+
+        def spec(component: ComponentConfig) -> ComponentSpec:
+            depends: tuple[str, ...] = ()
+            namespace = component.namespace or None
+            if known is not None and component.component in known.names():
+                original = known.get(component.component)
+                depends = tuple(d for d in original.depends_on if d in names)
+                namespace = namespace or original.namespace
+            return ComponentSpec(
+                name=component.component,
+                namespace=namespace,
+                url=component.url or None,
+                version=component.version or None,
+                depends_on=depends,
+            )
+
+        prerequisites = [configured[n] for n in self.settings.prerequisites if n in configured]
+        rest = [c for c in kyma.components if c.component not in self.settings.prerequisites]
+        try:
+            return ComponentSet.model_validate(
+                {
+                    "defaultNamespace": known.default_namespace if known else DEFAULT_NAMESPACE,
+                    "prerequisites": [spec(c).model_dump(by_alias=True) for c in prerequisites],
+                    "components": [spec(c).model_dump(by_alias=True) for c in rest],
+                }
+            )
+        except ValueError as exc:
+            raise PlanningError(f"cluster {state.runtime_id}: {exc}") from None
+
+    def plan(self, state: ClusterState, task_type: OperationType) -> Plan:
+        components = self.component_set(state)
+        with_crds = self.workspace(state.spec.kyma_config.version) is not None
+        try:
+            plan = plan_components(components, with_crds=with_crds)
+        except ReconcilerError as exc:
+            raise PlanningError(f"cluster {state.runtime_id}: {exc}") from None
+        return plan.reversed() if task_type is OperationType.DELETE else plan
+
+    def operations(self, state: ClusterState, task_type: OperationType) -> list[PlannedOperation]:
+        components = self.component_set(state)
+        plan = self.plan(state, task_type)
+        planned = []
+        for step in plan.steps:
+            namespace = (
+                components.default_namespace
+                if step.name == CRDS_COMPONENT
+                else components.namespace_of(components.get(step.name))
+            )
+            planned.append(PlannedOperation(step.name, namespace, step.priority))
+        return planned
+
+    def chart_source(self, state: ClusterState, component: str) -> str:
+        kyma = state.spec.kyma_config
+        configured = {c.component: c for c in kyma.components}.get(component)
+        if configured is not None and configured.url:
+            return configured.url
+        workspace = self.workspace(kyma.version)
+        if workspace is None:
+            raise PlanningError(
+                f"component {component}: no URL given and no workspace configured for "
+                f"Kyma version {kyma.version}"
+            )
+        return str(workspace.root / "resources" / component)
+
+    def task(self, state: ClusterState, op: Operation, *, timeout: float) -> Task:
+        """The core's task for one operation of this cluster state."""
+        kyma = state.spec.kyma_config
+        task_type = TaskType.DELETE if op.type is OperationType.DELETE else TaskType.RECONCILE
+        profile = kyma.profile or None
+        if op.component == CRDS_COMPONENT:
+            workspace = self.workspace(kyma.version)
+            return Task(
+                component=CRDS_COMPONENT,
+                namespace=op.namespace,
+                version=kyma.version,
+                chart=str(workspace.root) if workspace else "",
+                crd_sources=tuple(self.chart_source(state, c.component) for c in kyma.components),
+                type=task_type,
+                correlation_id=op.correlation_id,
+                timeout=timeout,
+            )
+        configured = {c.component: c for c in kyma.components}[op.component]
+        return Task(
+            component=op.component,
+            namespace=op.namespace,
+            version=configured.version or kyma.version,
+            chart=self.chart_source(state, op.component),
+            type=task_type,
+            profile=profile,
+            configuration=layer([configured.values()]),
+            include_crds=self.workspace(kyma.version) is None,
+            correlation_id=op.correlation_id,
+            timeout=timeout,
+        )

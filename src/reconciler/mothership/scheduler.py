@@ -1,0 +1,107 @@
+"""The scheduler: turns clusters that need work into reconciliations.
+
+`reconcile_pending` / `delete_pending` clusters are picked up as soon as a change wakes the
+scheduler (in-process event, or LISTEN/NOTIFY on PostgreSQL); `ready` clusters whose status is
+older than the reconcile interval, and `*_error_retryable` ones older than the retry interval, on
+the periodic sweep, which is also the safety net for lost wake-ups. Creating a reconciliation
+takes the cluster's lock; a second scheduler (another instance) simply loses that race.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+import structlog
+
+from reconciler.errors import ReconcilerError
+from reconciler.model.status import ClusterStatus, OperationType
+from reconciler.mothership.notifier import Notifier
+from reconciler.mothership.planner import Planner
+from reconciler.mothership.settings import Settings
+from reconciler.store.inventory import Head, InventoryRepository
+from reconciler.store.reconciliations import ReconciliationRepository
+
+log = structlog.get_logger()
+S = ClusterStatus
+
+
+class Scheduler:
+    def __init__(
+        self,
+        settings: Settings,
+        inventory: InventoryRepository,
+        repo: ReconciliationRepository,
+        planner: Planner,
+        notifier: Notifier,
+    ) -> None:
+        self.settings = settings
+        self.inventory = inventory
+        self.repo = repo
+        self.planner = planner
+        self.notifier = notifier
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.sweep()
+            except Exception as exc:  # keep scheduling: the next sweep retries
+                log.exception("scheduler sweep failed", error=str(exc))
+            await self.notifier.wait("clusters", self.settings.sweep_interval)
+
+    async def sweep(self) -> int:
+        """Schedule everything due now; return how many reconciliations were created."""
+        now = self.inventory.clock()
+        due: list[Head] = []
+        due += await self.inventory.heads([S.RECONCILE_PENDING, S.DELETE_PENDING])
+        due += await self.inventory.heads(
+            [S.READY], changed_before=now - dt.timedelta(seconds=self.settings.reconcile_interval)
+        )
+        due += await self.inventory.heads(
+            [S.RECONCILE_ERROR_RETRYABLE, S.DELETE_ERROR_RETRYABLE],
+            changed_before=now - dt.timedelta(seconds=self.settings.retry_interval),
+        )
+        created = 0
+        for head in due:
+            if await self.schedule(head):
+                created += 1
+        if created:
+            await self.notifier.notify("operations")
+        return created
+
+    async def schedule(self, head: Head) -> bool:
+        task_type = OperationType.DELETE if head.status.deleting else OperationType.RECONCILE
+        bound = log.bind(runtime_id=head.runtime_id)
+        try:
+            state = await self.inventory.latest(head.runtime_id)
+            planned = self.planner.operations(state, task_type)
+        except ReconcilerError as exc:
+            bound.error("cannot plan reconciliation", error=str(exc))
+            await self._fail_planning(head, task_type)
+            return False
+        scheduling_id = await self.repo.create(
+            head.runtime_id, state.cluster_version, state.config_version, task_type, planned
+        )
+        if scheduling_id is None:
+            return False  # another reconciliation is active (or another instance won)
+        bound.info(
+            "reconciliation scheduled",
+            scheduling_id=scheduling_id,
+            operations=len(planned),
+            type=task_type.value,
+        )
+        return True
+
+    async def _fail_planning(self, head: Head, task_type: OperationType) -> None:
+        working, failed = (
+            (S.DELETING, S.DELETE_ERROR)
+            if task_type is OperationType.DELETE
+            else (S.RECONCILING, S.ERROR)
+        )
+        try:
+            await self.inventory.set_status(head.runtime_id, working)
+            await self.inventory.set_status(head.runtime_id, failed)
+        except ReconcilerError as exc:
+            log.warning(
+                "cannot record planning failure", runtime_id=head.runtime_id, error=str(exc)
+            )

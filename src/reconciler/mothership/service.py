@@ -1,0 +1,140 @@
+"""The mothership's Python API: what the REST layer and the admin CLI call.
+
+Each method is one use case (upsert a cluster, delete it, read its state, change its status,
+list reconciliations, stop an operation). Changes wake the scheduler at once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reconciler.errors import ConflictError, NotFoundError
+from reconciler.model.cluster import ClusterSpec, ClusterState
+from reconciler.model.operation import Operation, Reconciliation
+from reconciler.model.status import ClusterStatus, OperationState
+from reconciler.mothership.notifier import Notifier
+from reconciler.store.inventory import InventoryRepository, StatusChange
+from reconciler.store.reconciliations import ReconciliationRepository
+
+S = ClusterStatus
+USER_STATUSES = {S.RECONCILE_DISABLED, S.READY, S.RECONCILE_PENDING}
+
+
+@dataclass(frozen=True)
+class Failure:
+    component: str
+    reason: str
+
+
+class MothershipService:
+    def __init__(
+        self, inventory: InventoryRepository, repo: ReconciliationRepository, notifier: Notifier
+    ) -> None:
+        self.inventory = inventory
+        self.repo = repo
+        self.notifier = notifier
+
+    async def upsert_cluster(self, spec: ClusterSpec) -> ClusterState:
+        state, changed = await self.inventory.upsert(spec)
+        if changed:
+            await self.notifier.notify("clusters")
+        return state
+
+    async def delete_cluster(self, runtime_id: str) -> ClusterState:
+        current = await self.inventory.latest(runtime_id)
+        if current.status in (S.DELETE_PENDING, S.DELETING, S.DELETED):
+            return current
+        state = await self.inventory.set_status(runtime_id, S.DELETE_PENDING)
+        await self.notifier.notify("clusters")
+        return state
+
+    async def cluster(self, runtime_id: str) -> ClusterState:
+        return await self.inventory.latest(runtime_id)
+
+    async def cluster_at(self, runtime_id: str, config_version: int) -> ClusterState:
+        return await self.inventory.at_config(runtime_id, config_version)
+
+    async def state_by(
+        self,
+        *,
+        runtime_id: str | None = None,
+        scheduling_id: str | None = None,
+        correlation_id: str | None = None,
+    ) -> ClusterState:
+        """The latest state, or the state a reconciliation/operation was working on."""
+        if scheduling_id:
+            reconciliation, _ = await self.repo.get(scheduling_id)
+            return await self.inventory.at_config(
+                reconciliation.runtime_id, reconciliation.config_version
+            )
+        if correlation_id:
+            op = await self.repo.find_by_correlation(correlation_id)
+            return await self.inventory.at_config(op.runtime_id, op.config_version)
+        if runtime_id:
+            return await self.inventory.latest(runtime_id)
+        raise NotFoundError("give a runtimeID, schedulingID or correlationID")
+
+    async def set_status(self, runtime_id: str, status: ClusterStatus) -> ClusterState:
+        """Disable (`reconcile_disabled`), enable (`ready`) or force a run
+        (`reconcile_pending`)."""
+        if status not in USER_STATUSES:
+            raise ConflictError(
+                f"status {status} cannot be set by hand; allowed: "
+                + ", ".join(sorted(s.value for s in USER_STATUSES))
+            )
+        current = await self.inventory.latest(runtime_id)
+        if status is S.READY and current.status is not S.RECONCILE_DISABLED:
+            return current  # enabling a cluster that is not disabled changes nothing
+        state = await self.inventory.set_status(runtime_id, status)
+        await self.notifier.notify("clusters")
+        return state
+
+    async def status_changes(self, runtime_id: str, since: dt.timedelta) -> list[StatusChange]:
+        return await self.inventory.status_changes(runtime_id, since)
+
+    async def failures(self, state: ClusterState) -> list[Failure]:
+        """Why the cluster's latest reconciliation failed (empty unless it did)."""
+        if state.status not in (
+            S.ERROR,
+            S.DELETE_ERROR,
+            S.RECONCILE_ERROR_RETRYABLE,
+            S.DELETE_ERROR_RETRYABLE,
+        ):
+            return []
+        latest = await self.repo.latest_for(state.runtime_id)
+        if latest is None:
+            return []
+        _, ops = await self.repo.get(latest.scheduling_id)
+        return [
+            Failure(op.component, op.reason)
+            for op in ops
+            if op.state in (OperationState.ERROR, OperationState.CLIENT_ERROR)
+        ]
+
+    async def reconciliations(
+        self,
+        *,
+        runtime_ids: Sequence[str] = (),
+        statuses: Sequence[str] = (),
+        before: dt.datetime | None = None,
+        after: dt.datetime | None = None,
+        last: int | None = None,
+    ) -> list[Reconciliation]:
+        return await self.repo.list(
+            runtime_ids=runtime_ids, statuses=statuses, before=before, after=after, last=last
+        )
+
+    async def reconciliation(self, scheduling_id: str) -> tuple[Reconciliation, list[Operation]]:
+        return await self.repo.get(scheduling_id)
+
+    async def delete_reconciliations(self, runtime_id: str) -> int:
+        return await self.repo.delete_for_cluster(runtime_id)
+
+    async def operation(self, scheduling_id: str, correlation_id: str) -> Operation:
+        return await self.repo.operation(scheduling_id, correlation_id)
+
+    async def stop_operation(self, scheduling_id: str, correlation_id: str, reason: str) -> None:
+        await self.repo.stop(scheduling_id, correlation_id, reason)
+        await self.notifier.notify("finished")

@@ -1,0 +1,100 @@
+"""One settings model for the mothership (env prefix `RECONCILER_`, optional YAML file).
+
+Every default is safe for one machine: SQLite under the data directory, the in-process component
+reconciler, intervals of seconds rather than the original's minutes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from reconciler.devcluster.paths import cache_dir
+from reconciler.errors import ReconcilerError
+
+
+def default_data_dir() -> Path:
+    return Path.home() / ".local" / "share" / "reconciler"
+
+
+class SettingsError(ReconcilerError):
+    """The settings file is missing or invalid."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RECONCILER_", extra="forbid")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    database_url: str = ""
+    """Empty: SQLite file `<data_dir>/reconciler.db`. PostgreSQL: postgresql+asyncpg://..."""
+    migrate_on_start: bool = True
+    encryption_key_file: Path | None = None
+    """Default `<data_dir>/encryption.key`, generated on first start."""
+
+    # scheduling
+    reconcile_interval: float = 300.0
+    """Seconds after which a ready cluster is reconciled again (drift)."""
+    sweep_interval: float = 5.0
+    """Safety-net interval of the scheduler; changes wake it at once."""
+    retry_interval: float = 60.0
+    """Seconds before a `*_error_retryable` cluster is tried again."""
+
+    # workers
+    workers: int = 16
+    """Operations processed at once by this instance."""
+    per_cluster: int = 4
+    """At most this many operations of one cluster at once (fairness)."""
+    max_retries: int = 3
+    retry_backoff: float = 2.0
+    heartbeat_interval: float = 5.0
+    orphan_timeout: float = 60.0
+    bookkeeping_interval: float = 2.0
+    operation_timeout: float = 600.0
+
+    # retention
+    keep_reconciliations: int = 10
+    reconciliation_retention_days: float = 7.0
+    status_retention_days: float = 30.0
+    cleaner_interval: float = 3600.0
+
+    # component sets
+    workspace: Path | None = None
+    """Workspace used for every Kyma version not in `workspaces` (default: none)."""
+    workspaces: dict[str, Path] = Field(default_factory=dict)
+    prerequisites: list[str] = Field(
+        default_factory=lambda: ["cluster-essentials", "istio", "certificates"]
+    )
+    charts_cache: Path = Field(default_factory=lambda: cache_dir() / "charts")
+
+    def sqlalchemy_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return f"sqlite+aiosqlite:///{self.data_dir / 'reconciler.db'}"
+
+    def key_file(self) -> Path:
+        return self.encryption_key_file or self.data_dir / "encryption.key"
+
+    def workspace_for(self, version: str) -> Path | None:
+        return self.workspaces.get(version, self.workspace)
+
+    @classmethod
+    def load(cls, path: Path | None = None, **overrides: Any) -> Settings:
+        """Settings from the environment, then the YAML file, then explicit overrides."""
+        data: dict[str, Any] = {}
+        if path is not None:
+            try:
+                loaded = yaml.safe_load(path.read_text())
+            except FileNotFoundError:
+                raise SettingsError(f"settings file {path} does not exist") from None
+            except yaml.YAMLError as exc:
+                raise SettingsError(f"settings file {path} is not valid YAML: {exc}") from None
+            if not isinstance(loaded, dict):
+                raise SettingsError(f"settings file {path} must hold a mapping")
+            data.update(loaded)
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**data)

@@ -1,0 +1,166 @@
+"""The worker pool: claims processable operations and runs them through the invoker.
+
+Concurrency is bounded per instance (`workers`) and per cluster (`per_cluster`), claims are
+oldest-first, so one big cluster cannot starve the others. While an operation runs, a heartbeat
+keeps it from being declared orphan; a failure is retried with exponential backoff up to
+`max_retries`, then it is an error. On shutdown, running operations are handed back as `orphan`
+so another instance (or this one, restarted) picks them up at once: never lost, never half-done
+without a record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import functools
+import os
+import socket
+import time
+
+import structlog
+
+from reconciler.errors import ReconcilerError
+from reconciler.model.operation import Operation
+from reconciler.model.status import OperationState
+from reconciler.mothership.invoker import Invoker, InvokeResult
+from reconciler.mothership.notifier import Notifier
+from reconciler.mothership.settings import Settings
+from reconciler.store.inventory import InventoryRepository
+from reconciler.store.reconciliations import ReconciliationRepository
+
+log = structlog.get_logger()
+
+
+def worker_identity() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class WorkerPool:
+    def __init__(
+        self,
+        settings: Settings,
+        repo: ReconciliationRepository,
+        inventory: InventoryRepository,
+        invoker: Invoker,
+        notifier: Notifier,
+        worker: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.repo = repo
+        self.inventory = inventory
+        self.invoker = invoker
+        self.notifier = notifier
+        self.worker = worker or worker_identity()
+        self.running: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self.started_at: dict[tuple[str, str], float] = {}
+
+    @property
+    def occupancy(self) -> float:
+        return len(self.running) / max(self.settings.workers, 1)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        try:
+            while not stop.is_set():
+                free = self.settings.workers - len(self.running)
+                claimed: list[Operation] = []
+                if free > 0:
+                    try:
+                        claimed = await self.repo.claim(
+                            self.worker, free, per_cluster=self.settings.per_cluster
+                        )
+                    except Exception as exc:  # database hiccup: try again after the interval
+                        log.warning("claim failed", error=str(exc))
+                for op in claimed:
+                    task = asyncio.create_task(self._process(op))
+                    self.running[op.key] = task
+                    self.started_at[op.key] = time.monotonic()
+                    task.add_done_callback(functools.partial(self._done, op.key))
+                if not claimed or free <= len(claimed):
+                    await self.notifier.wait("operations", self.settings.sweep_interval)
+        finally:
+            await self._hand_back()
+
+    def _done(self, key: tuple[str, str], _task: asyncio.Task[None]) -> None:
+        self.running.pop(key, None)
+        self.started_at.pop(key, None)
+        self.notifier._wake("operations")  # a slot is free: claim again at once
+
+    async def _hand_back(self) -> None:
+        """Cancel running operations and make them orphans so they are re-run elsewhere."""
+        tasks = list(self.running.items())
+        for _, task in tasks:
+            task.cancel()
+        for key, task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            await self.repo.update(
+                key, OperationState.ORPHAN, reason="instance shut down", worker=self.worker
+            )
+
+    async def _heartbeat(self, key: tuple[str, str]) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_interval)
+            await self.repo.heartbeat(key, self.worker)
+
+    async def _process(self, op: Operation) -> None:
+        bound = log.bind(
+            runtime_id=op.runtime_id,
+            scheduling_id=op.scheduling_id,
+            correlation_id=op.correlation_id,
+            component=op.component,
+        )
+        heartbeat = asyncio.create_task(self._heartbeat(op.key))
+
+        async def progress(_message: str) -> None:
+            await self.repo.heartbeat(op.key, self.worker)
+
+        try:
+            state = await self.inventory.at_config(op.runtime_id, op.config_version)
+            result = await asyncio.wait_for(
+                self.invoker.invoke(op, state, progress), self.settings.operation_timeout
+            )
+        except TimeoutError:
+            result = InvokeResult(
+                False,
+                f"component {op.component}: no result within {self.settings.operation_timeout:g}s",
+                transient=True,
+            )
+        except ReconcilerError as exc:
+            result = InvokeResult(False, f"component {op.component}: {exc}")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug must fail the operation, not the pool
+            bound.exception("invoker crashed")
+            result = InvokeResult(False, f"component {op.component}: internal error: {exc!r}")
+        finally:
+            heartbeat.cancel()
+        await self._record(op, result, bound)
+
+    async def _record(
+        self, op: Operation, result: InvokeResult, bound: structlog.typing.FilteringBoundLogger
+    ) -> None:
+        if result.ok:
+            await self.repo.update(op.key, OperationState.DONE, reason="", worker=self.worker)
+            bound.info("operation done")
+        elif op.retries < self.settings.max_retries:
+            backoff = self.settings.retry_backoff * (2**op.retries)
+            await self.repo.update(
+                op.key,
+                OperationState.FAILED,
+                reason=result.reason,
+                transient=result.transient,
+                retry_after=dt.timedelta(seconds=backoff),
+                worker=self.worker,
+            )
+            bound.warning("operation failed, will retry", reason=result.reason, retry_in=backoff)
+        else:
+            await self.repo.update(
+                op.key,
+                OperationState.ERROR,
+                reason=result.reason,
+                transient=result.transient,
+                worker=self.worker,
+            )
+            bound.error("operation failed", reason=result.reason)
+        await self.notifier.notify("finished")

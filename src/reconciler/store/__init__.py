@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy tables, Alembic migrations, repositories; SQLite or PostgreSQL."""

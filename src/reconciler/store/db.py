@@ -1,0 +1,65 @@
+"""Database engines and migrations for SQLite (embedded default) and PostgreSQL (production).
+
+SQLite runs in WAL mode with a busy timeout so the API and the engine can share one file; it is
+meant for one process. PostgreSQL is for several mothership instances. The same Alembic
+migrations serve both; `migrate` runs them programmatically on an existing engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def is_postgres(engine: AsyncEngine) -> bool:
+    return engine.dialect.name == "postgresql"
+
+
+def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    """An async engine for `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...`."""
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": 30})
+
+        @sa.event.listens_for(engine.sync_engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        return engine
+    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def _alembic_config(connection: sa.Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+async def migrate(engine: AsyncEngine, revision: str = "head") -> None:
+    """Bring the schema up to `revision` (idempotent)."""
+    async with engine.begin() as connection:
+        await connection.run_sync(lambda sync: command.upgrade(_alembic_config(sync), revision))
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    async with engine.connect() as connection:
+
+        def read(sync: sa.Connection) -> str | None:
+            from alembic.runtime.migration import MigrationContext
+
+            return MigrationContext.configure(sync).get_current_revision()
+
+        return await connection.run_sync(read)

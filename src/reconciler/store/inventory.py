@@ -1,0 +1,425 @@
+"""The cluster inventory: append-only versions of clusters, configurations and statuses.
+
+`upsert` writes a new cluster row only when runtime, metadata or kubeconfig changed, a new config
+row only when the Kyma configuration changed, and a status row for every status change; the
+`cluster_heads` projection is updated in the same transaction. Nothing is ever overwritten, so
+every earlier version stays readable and a running reconciliation keeps exactly the config
+version it started with. Kubeconfigs and `secret` configuration values are stored encrypted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from reconciler.errors import NotFoundError
+from reconciler.model.cluster import ClusterSpec, ClusterState, KymaConfig, Metadata, RuntimeInput
+from reconciler.model.status import ClusterStatus, transition
+from reconciler.store.crypto import Cipher
+from reconciler.store.tables import cluster_configs, cluster_heads, cluster_statuses, clusters
+
+Clock = Callable[[], dt.datetime]
+_ENCRYPTED = "$encrypted"
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    status: ClusterStatus
+    started: dt.datetime
+    duration: dt.timedelta
+
+
+@dataclass(frozen=True)
+class Head:
+    runtime_id: str
+    cluster_version: int
+    config_version: int
+    status: ClusterStatus
+    status_changed: dt.datetime
+
+
+def _aware(value: dt.datetime) -> dt.datetime:
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+class InventoryRepository:
+    def __init__(self, engine: AsyncEngine, cipher: Cipher, clock: Clock = utcnow) -> None:
+        self.engine = engine
+        self.cipher = cipher
+        self.clock = clock
+
+    # ---------------------------------------------------------------- writing
+    async def upsert(self, spec: ClusterSpec) -> tuple[ClusterState, bool]:
+        """Store `spec`; return the resulting state and whether anything changed.
+
+        A change makes the cluster `reconcile_pending`, unless it is disabled (a disabled cluster
+        stays disabled when the broker upserts it again) or being deleted (then it is re-created).
+        """
+        async with self.engine.begin() as conn:
+            head = await self._head(conn, spec.runtime_id, lock=True)
+            now = self.clock()
+            cluster_fp = self.cipher.fingerprint(spec.cluster_fingerprint())
+            config_fp = self.cipher.fingerprint(spec.kyma_config.fingerprint())
+            cluster_version = head.cluster_version if head else None
+            config_version = head.config_version if head else None
+            fresh = head is None or head.status is ClusterStatus.DELETED
+            if (
+                fresh
+                or cluster_version is None
+                or await self._cluster_fingerprint(conn, cluster_version) != cluster_fp
+            ):
+                cluster_version = await self._insert_cluster(conn, spec, cluster_fp, now)
+            if (
+                cluster_version != (head.cluster_version if head else None)
+                or await self._config_fingerprint(conn, config_version) != config_fp
+            ):
+                config_version = await self._insert_config(
+                    conn, spec, cluster_version, config_fp, now
+                )
+            assert config_version is not None
+            changed = head is None or (cluster_version, config_version) != (
+                head.cluster_version,
+                head.config_version,
+            )
+            if not changed:
+                assert head is not None
+                return await self._state(conn, head), False
+            status = ClusterStatus.RECONCILE_PENDING
+            if head is not None and head.status is ClusterStatus.RECONCILE_DISABLED:
+                status = ClusterStatus.RECONCILE_DISABLED
+            head = await self._write_status(
+                conn, spec.runtime_id, cluster_version, config_version, status, now
+            )
+            return await self._state(conn, head), True
+
+    async def set_status(
+        self,
+        runtime_id: str,
+        status: ClusterStatus,
+        *,
+        config_version: int | None = None,
+        conn: AsyncConnection | None = None,
+    ) -> ClusterState:
+        """Move the cluster's status along the state machine (StatusTransitionError if not)."""
+        if conn is None:
+            async with self.engine.begin() as own:
+                return await self.set_status(
+                    runtime_id, status, config_version=config_version, conn=own
+                )
+        head = await self._head(conn, runtime_id, lock=True)
+        if head is None:
+            raise NotFoundError(f"cluster {runtime_id} not found")
+        if head.status is status and config_version in (None, head.config_version):
+            return await self._state(conn, head)
+        transition(head.status, status)
+        head = await self._write_status(
+            conn,
+            runtime_id,
+            head.cluster_version,
+            config_version or head.config_version,
+            status,
+            self.clock(),
+        )
+        if status is ClusterStatus.DELETED:
+            for table in (clusters, cluster_configs, cluster_statuses):
+                await conn.execute(
+                    table.update().where(table.c.runtime_id == runtime_id).values(deleted=True)
+                )
+            await conn.execute(
+                cluster_heads.update()
+                .where(cluster_heads.c.runtime_id == runtime_id)
+                .values(deleted=True)
+            )
+        return await self._state(conn, head)
+
+    async def _write_status(
+        self,
+        conn: AsyncConnection,
+        runtime_id: str,
+        cluster_version: int,
+        config_version: int,
+        status: ClusterStatus,
+        now: dt.datetime,
+    ) -> Head:
+        result = await conn.execute(
+            cluster_statuses.insert().values(
+                runtime_id=runtime_id,
+                cluster_version=cluster_version,
+                config_version=config_version,
+                status=status.value,
+                deleted=False,
+                created=now,
+            )
+        )
+        status_id = result.inserted_primary_key[0]  # type: ignore[index]
+        values = {
+            "cluster_version": cluster_version,
+            "config_version": config_version,
+            "status_id": status_id,
+            "status": status.value,
+            "status_changed": now,
+            "deleted": False,
+        }
+        updated = await conn.execute(
+            cluster_heads.update().where(cluster_heads.c.runtime_id == runtime_id).values(**values)
+        )
+        if updated.rowcount == 0:
+            await conn.execute(cluster_heads.insert().values(runtime_id=runtime_id, **values))
+        return Head(runtime_id, cluster_version, config_version, status, now)
+
+    async def _insert_cluster(
+        self, conn: AsyncConnection, spec: ClusterSpec, fingerprint: str, now: dt.datetime
+    ) -> int:
+        result = await conn.execute(
+            clusters.insert().values(
+                runtime_id=spec.runtime_id,
+                runtime_name=spec.runtime_input.name,
+                runtime_description=spec.runtime_input.description,
+                metadata=spec.metadata.model_dump(mode="json", by_alias=True),
+                kubeconfig=self.cipher.encrypt(spec.kubeconfig.encode()),
+                fingerprint=fingerprint,
+                deleted=False,
+                created=now,
+            )
+        )
+        return int(result.inserted_primary_key[0])  # type: ignore[index]
+
+    async def _insert_config(
+        self,
+        conn: AsyncConnection,
+        spec: ClusterSpec,
+        cluster_version: int,
+        fingerprint: str,
+        now: dt.datetime,
+    ) -> int:
+        kyma = spec.kyma_config
+        result = await conn.execute(
+            cluster_configs.insert().values(
+                runtime_id=spec.runtime_id,
+                cluster_version=cluster_version,
+                kyma_version=kyma.version,
+                kyma_profile=kyma.profile,
+                administrators=list(kyma.administrators),
+                components=self._seal_components(kyma),
+                fingerprint=fingerprint,
+                deleted=False,
+                created=now,
+            )
+        )
+        return int(result.inserted_primary_key[0])  # type: ignore[index]
+
+    def _seal_components(self, kyma: KymaConfig) -> list[dict[str, Any]]:
+        sealed = []
+        for component in kyma.model_dump(mode="json", by_alias=True)["components"]:
+            for entry in component.get("configuration", []):
+                if entry.get("secret"):
+                    entry["value"] = {
+                        _ENCRYPTED: self.cipher.encrypt_text(json.dumps(entry["value"]))
+                    }
+            sealed.append(component)
+        return sealed
+
+    def _open_components(self, sealed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        opened = json.loads(json.dumps(sealed))
+        for component in opened:
+            for entry in component.get("configuration", []):
+                value = entry.get("value")
+                if entry.get("secret") and isinstance(value, dict) and _ENCRYPTED in value:
+                    entry["value"] = json.loads(self.cipher.decrypt_text(value[_ENCRYPTED]))
+        return list(opened)
+
+    # ---------------------------------------------------------------- reading
+    async def _head(
+        self, conn: AsyncConnection, runtime_id: str, *, lock: bool = False
+    ) -> Head | None:
+        query = sa.select(cluster_heads).where(cluster_heads.c.runtime_id == runtime_id)
+        if lock and conn.dialect.name == "postgresql":
+            query = query.with_for_update()
+        row = (await conn.execute(query)).mappings().first()
+        if row is None:
+            return None
+        return Head(
+            row["runtime_id"],
+            row["cluster_version"],
+            row["config_version"],
+            ClusterStatus(row["status"]),
+            _aware(row["status_changed"]),
+        )
+
+    async def _cluster_fingerprint(self, conn: AsyncConnection, version: int | None) -> str | None:
+        if version is None:
+            return None
+        query = sa.select(clusters.c.fingerprint).where(clusters.c.version == version)
+        return (await conn.execute(query)).scalar_one_or_none()
+
+    async def _config_fingerprint(self, conn: AsyncConnection, version: int | None) -> str | None:
+        if version is None:
+            return None
+        query = sa.select(cluster_configs.c.fingerprint).where(cluster_configs.c.version == version)
+        return (await conn.execute(query)).scalar_one_or_none()
+
+    async def _state(
+        self, conn: AsyncConnection, head: Head, config_version: int | None = None
+    ) -> ClusterState:
+        config_row = (
+            (
+                await conn.execute(
+                    sa.select(cluster_configs).where(
+                        cluster_configs.c.version == (config_version or head.config_version),
+                        cluster_configs.c.runtime_id == head.runtime_id,
+                    )
+                )
+            )
+            .mappings()
+            .first()
+        )
+        if config_row is None:
+            raise NotFoundError(
+                f"configuration version {config_version} of cluster {head.runtime_id} not found"
+            )
+        cluster_row = (
+            (
+                await conn.execute(
+                    sa.select(clusters).where(clusters.c.version == config_row["cluster_version"])
+                )
+            )
+            .mappings()
+            .one()
+        )
+        spec = ClusterSpec(
+            runtime_id=head.runtime_id,
+            runtime_input=RuntimeInput(
+                name=cluster_row["runtime_name"], description=cluster_row["runtime_description"]
+            ),
+            metadata=Metadata.model_validate(cluster_row["metadata"]),
+            kubeconfig=self.cipher.decrypt(cluster_row["kubeconfig"]).decode(),
+            kyma_config=KymaConfig.model_validate(
+                {
+                    "version": config_row["kyma_version"],
+                    "profile": config_row["kyma_profile"],
+                    "administrators": config_row["administrators"],
+                    "components": self._open_components(config_row["components"]),
+                }
+            ),
+        )
+        return ClusterState(
+            runtime_id=head.runtime_id,
+            cluster_version=config_row["cluster_version"],
+            config_version=config_row["version"],
+            status=head.status,
+            status_changed=head.status_changed,
+            spec=spec,
+            deleted=bool(config_row["deleted"]),
+        )
+
+    async def latest(self, runtime_id: str) -> ClusterState:
+        async with self.engine.connect() as conn:
+            head = await self._head(conn, runtime_id)
+            if head is None:
+                raise NotFoundError(f"cluster {runtime_id} not found")
+            return await self._state(conn, head)
+
+    async def at_config(self, runtime_id: str, config_version: int) -> ClusterState:
+        """The cluster as of `config_version` (current status)."""
+        async with self.engine.connect() as conn:
+            head = await self._head(conn, runtime_id)
+            if head is None:
+                raise NotFoundError(f"cluster {runtime_id} not found")
+            return await self._state(conn, head, config_version)
+
+    async def heads(
+        self,
+        statuses: Sequence[ClusterStatus],
+        *,
+        changed_before: dt.datetime | None = None,
+        limit: int = 1000,
+    ) -> list[Head]:
+        query = sa.select(cluster_heads).where(
+            cluster_heads.c.status.in_([s.value for s in statuses])
+        )
+        if changed_before is not None:
+            query = query.where(cluster_heads.c.status_changed < changed_before)
+        query = query.order_by(cluster_heads.c.status_changed).limit(limit)
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+        return [
+            Head(
+                r["runtime_id"],
+                r["cluster_version"],
+                r["config_version"],
+                ClusterStatus(r["status"]),
+                _aware(r["status_changed"]),
+            )
+            for r in rows
+        ]
+
+    async def status_changes(self, runtime_id: str, since: dt.timedelta) -> list[StatusChange]:
+        """Newest first; each with how long the cluster stayed in that status."""
+        cutoff = self.clock() - since
+        query = (
+            sa.select(cluster_statuses.c.status, cluster_statuses.c.created)
+            .where(cluster_statuses.c.runtime_id == runtime_id)
+            .order_by(cluster_statuses.c.id.desc())
+        )
+        async with self.engine.connect() as conn:
+            if await self._head(conn, runtime_id) is None:
+                raise NotFoundError(f"cluster {runtime_id} not found")
+            rows = (await conn.execute(query)).all()
+        changes: list[StatusChange] = []
+        until = self.clock()
+        for status, created in rows:
+            started = _aware(created)
+            if started < cutoff:
+                break
+            changes.append(StatusChange(ClusterStatus(status), started, until - started))
+            until = started
+        return changes
+
+    async def history(self, runtime_id: str) -> dict[str, int]:
+        """How many versions of each kind the inventory keeps for the cluster."""
+        async with self.engine.connect() as conn:
+            counts = {}
+            for name, table in (
+                ("clusters", clusters),
+                ("configs", cluster_configs),
+                ("statuses", cluster_statuses),
+            ):
+                counts[name] = (
+                    await conn.execute(
+                        sa.select(sa.func.count()).where(table.c.runtime_id == runtime_id)
+                    )
+                ).scalar_one()
+        return counts
+
+    async def purge_statuses(self, older_than: dt.timedelta, keep_latest: int) -> int:
+        """Delete status rows older than `older_than` beyond the newest `keep_latest` per
+        cluster; the row a head points at is always kept."""
+        cutoff = self.clock() - older_than
+        ranked = sa.select(
+            cluster_statuses.c.id,
+            sa.func.row_number()
+            .over(
+                partition_by=cluster_statuses.c.runtime_id,
+                order_by=cluster_statuses.c.id.desc(),
+            )
+            .label("rank"),
+        ).subquery()
+        doomed = sa.select(ranked.c.id).where(ranked.c.rank > keep_latest).scalar_subquery()
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                cluster_statuses.delete()
+                .where(cluster_statuses.c.id.in_(doomed))
+                .where(cluster_statuses.c.created < cutoff)
+                .where(cluster_statuses.c.id.not_in(sa.select(cluster_heads.c.status_id)))
+            )
+            return int(result.rowcount)

@@ -1,0 +1,462 @@
+"""Reconciliations and their operations: creation, claiming, state changes, finishing, purging.
+
+At most one active reconciliation per cluster: `reconciliations.lock` holds the runtime id while
+active and has a unique index. Operations are claimed with compare-and-set (`UPDATE ... WHERE
+state = <seen>`), after `SELECT ... FOR UPDATE SKIP LOCKED` on PostgreSQL so concurrent engines
+do not even contend; only operations of the lowest unfinished priority of their reconciliation
+are claimable. Final states never change.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from reconciler.errors import ConflictError, NotFoundError
+from reconciler.model.operation import Operation, PlannedOperation, Reconciliation
+from reconciler.model.status import CLAIMABLE, ClusterStatus, OperationState, OperationType
+from reconciler.store.inventory import Clock, InventoryRepository, _aware, utcnow
+from reconciler.store.tables import operations, reconciliations
+
+FINAL = [s.value for s in OperationState if s.final]
+
+
+def _operation(row: Any) -> Operation:
+    return Operation(
+        scheduling_id=row["scheduling_id"],
+        correlation_id=row["correlation_id"],
+        runtime_id=row["runtime_id"],
+        config_version=row["config_version"],
+        priority=row["priority"],
+        component=row["component"],
+        namespace=row["namespace"],
+        type=OperationType(row["type"]),
+        state=OperationState(row["state"]),
+        reason=row["reason"],
+        retries=row["retries"],
+        transient=row["transient"],
+        worker=row["worker"],
+        created=_aware(row["created"]),
+        updated=_aware(row["updated"]),
+    )
+
+
+def _reconciliation(row: Any) -> Reconciliation:
+    return Reconciliation(
+        scheduling_id=row["scheduling_id"],
+        runtime_id=row["runtime_id"],
+        cluster_version=row["cluster_version"],
+        config_version=row["config_version"],
+        type=OperationType(row["type"]),
+        status=ClusterStatus(row["status"]),
+        active=row["lock"] is not None,
+        created=_aware(row["created"]),
+        updated=_aware(row["updated"]),
+    )
+
+
+class ReconciliationRepository:
+    def __init__(
+        self, engine: AsyncEngine, inventory: InventoryRepository, clock: Clock = utcnow
+    ) -> None:
+        self.engine = engine
+        self.inventory = inventory
+        self.clock = clock
+
+    @property
+    def postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    async def create(
+        self,
+        runtime_id: str,
+        cluster_version: int,
+        config_version: int,
+        task_type: OperationType,
+        planned: Sequence[PlannedOperation],
+    ) -> str | None:
+        """Create the reconciliation and its operations and move the cluster to
+        reconciling/deleting, all in one transaction; None when one is already active."""
+        scheduling_id = f"{runtime_id}--{uuid.uuid4()}"
+        status = (
+            ClusterStatus.DELETING
+            if task_type is OperationType.DELETE
+            else ClusterStatus.RECONCILING
+        )
+        now = self.clock()
+        try:
+            async with self.engine.begin() as conn:
+                state = await self.inventory.set_status(
+                    runtime_id, status, config_version=config_version, conn=conn
+                )
+                await conn.execute(
+                    reconciliations.insert().values(
+                        scheduling_id=scheduling_id,
+                        runtime_id=runtime_id,
+                        cluster_version=cluster_version,
+                        config_version=state.config_version,
+                        status_id=0,
+                        type=task_type.value,
+                        status=status.value,
+                        lock=runtime_id,
+                        created=now,
+                        updated=now,
+                    )
+                )
+                if planned:
+                    await conn.execute(
+                        operations.insert(),
+                        [
+                            {
+                                "scheduling_id": scheduling_id,
+                                "correlation_id": f"{runtime_id}--{uuid.uuid4()}",
+                                "runtime_id": runtime_id,
+                                "config_version": config_version,
+                                "priority": op.priority,
+                                "component": op.component,
+                                "namespace": op.namespace,
+                                "type": task_type.value,
+                                "state": OperationState.NEW.value,
+                                "reason": "",
+                                "retries": 0,
+                                "transient": False,
+                                "worker": "",
+                                "created": now,
+                                "updated": now,
+                                "not_before": now,
+                            }
+                            for op in planned
+                        ],
+                    )
+        except IntegrityError:
+            return None
+        return scheduling_id
+
+    async def claim(
+        self, worker: str, limit: int, *, per_cluster: int = 4, exclude: Sequence[str] = ()
+    ) -> list[Operation]:
+        """Take up to `limit` processable operations for `worker` (state -> in_progress)."""
+        now = self.clock()
+        other = operations.alias("other")
+        lowest_open = (
+            sa.select(sa.func.min(other.c.priority))
+            .where(other.c.scheduling_id == operations.c.scheduling_id)
+            .where(other.c.state != OperationState.DONE.value)
+            .scalar_subquery()
+        )
+        query = (
+            sa.select(operations)
+            .where(operations.c.state.in_([s.value for s in CLAIMABLE]))
+            .where(operations.c.not_before <= now)
+            .where(operations.c.priority == lowest_open)
+            .order_by(operations.c.updated)
+            .limit(limit * 3)
+        )
+        if exclude:
+            query = query.where(operations.c.runtime_id.not_in(list(exclude)))
+        if self.postgres:
+            query = query.with_for_update(skip_locked=True, of=operations)
+        claimed: list[Operation] = []
+        async with self.engine.begin() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+            taken_per_cluster: dict[str, int] = {}
+            for row in rows:
+                if len(claimed) >= limit:
+                    break
+                if taken_per_cluster.get(row["runtime_id"], 0) >= per_cluster:
+                    continue  # fairness: leave room for other clusters
+                done = await conn.execute(
+                    operations.update()
+                    .where(operations.c.scheduling_id == row["scheduling_id"])
+                    .where(operations.c.correlation_id == row["correlation_id"])
+                    .where(operations.c.state == row["state"])
+                    .values(state=OperationState.IN_PROGRESS.value, worker=worker, updated=now)
+                )
+                if done.rowcount == 1:
+                    taken_per_cluster[row["runtime_id"]] = (
+                        taken_per_cluster.get(row["runtime_id"], 0) + 1
+                    )
+                    claimed.append(
+                        _operation(
+                            {
+                                **row,
+                                "state": OperationState.IN_PROGRESS.value,
+                                "worker": worker,
+                                "updated": now,
+                            }
+                        )
+                    )
+        return claimed
+
+    async def update(
+        self,
+        key: tuple[str, str],
+        state: OperationState,
+        *,
+        expect: Sequence[OperationState] = (OperationState.IN_PROGRESS,),
+        reason: str | None = None,
+        retry_after: dt.timedelta | None = None,
+        transient: bool | None = None,
+        worker: str | None = None,
+    ) -> bool:
+        """Compare-and-set the state of one operation; False when it was not in `expect`."""
+        now = self.clock()
+        values: dict[str, Any] = {"state": state.value, "updated": now}
+        if reason is not None:
+            values["reason"] = reason
+        if transient is not None:
+            values["transient"] = transient
+        if retry_after is not None:
+            values["retries"] = operations.c.retries + 1
+            values["not_before"] = now + retry_after
+        query = (
+            operations.update()
+            .where(operations.c.scheduling_id == key[0])
+            .where(operations.c.correlation_id == key[1])
+            .where(operations.c.state.in_([s.value for s in expect]))
+            .where(operations.c.state.not_in(FINAL))
+            .values(**values)
+        )
+        if worker is not None:
+            query = query.where(operations.c.worker == worker)
+        async with self.engine.begin() as conn:
+            return (await conn.execute(query)).rowcount == 1
+
+    async def heartbeat(self, key: tuple[str, str], worker: str) -> bool:
+        """Mark an in-progress operation as alive (it is not an orphan)."""
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                operations.update()
+                .where(operations.c.scheduling_id == key[0])
+                .where(operations.c.correlation_id == key[1])
+                .where(operations.c.state == OperationState.IN_PROGRESS.value)
+                .where(operations.c.worker == worker)
+                .values(updated=self.clock())
+            )
+            return result.rowcount == 1
+
+    async def orphan_stale(self, older_than: dt.timedelta) -> int:
+        """In-progress operations without a sign of life for `older_than` become `orphan`."""
+        cutoff = self.clock() - older_than
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                operations.update()
+                .where(operations.c.state == OperationState.IN_PROGRESS.value)
+                .where(operations.c.updated < cutoff)
+                .values(
+                    state=OperationState.ORPHAN.value,
+                    updated=self.clock(),
+                    reason="no heartbeat within the orphan timeout",
+                )
+            )
+            return int(result.rowcount)
+
+    async def finishable(self, limit: int = 500) -> list[tuple[Reconciliation, list[Operation]]]:
+        """Active reconciliations with nothing left to run: no operation is in progress, orphaned
+        or waiting for a retry, and either none is new or one has failed for good (the new ones
+        are then blocked behind it)."""
+
+        def has(*states: OperationState) -> sa.Exists:
+            return sa.exists().where(
+                operations.c.scheduling_id == reconciliations.c.scheduling_id,
+                operations.c.state.in_([s.value for s in states]),
+            )
+
+        query = (
+            sa.select(reconciliations)
+            .where(reconciliations.c.lock.is_not(None))
+            .where(~has(OperationState.IN_PROGRESS, OperationState.ORPHAN, OperationState.FAILED))
+            .where(
+                sa.or_(
+                    ~has(OperationState.NEW),
+                    has(OperationState.ERROR, OperationState.CLIENT_ERROR),
+                )
+            )
+            .order_by(reconciliations.c.created)
+            .limit(limit)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+            return [
+                (_reconciliation(r), await self._operations(conn, r["scheduling_id"])) for r in rows
+            ]
+
+    async def _operations(self, conn: AsyncConnection, scheduling_id: str) -> list[Operation]:
+        rows = (
+            (
+                await conn.execute(
+                    sa.select(operations)
+                    .where(operations.c.scheduling_id == scheduling_id)
+                    .order_by(operations.c.priority, operations.c.component)
+                )
+            )
+            .mappings()
+            .all()
+        )
+        return [_operation(r) for r in rows]
+
+    async def cancel_blocked(self, scheduling_id: str, reason: str) -> None:
+        """Operations that can never run (an earlier group failed) end as `error`."""
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                operations.update()
+                .where(operations.c.scheduling_id == scheduling_id)
+                .where(operations.c.state == OperationState.NEW.value)
+                .values(state=OperationState.ERROR.value, reason=reason, updated=self.clock())
+            )
+
+    async def finish(self, reconciliation: Reconciliation, status: ClusterStatus) -> None:
+        """Release the lock and record the cluster's resulting status, in one transaction."""
+        async with self.engine.begin() as conn:
+            released = await conn.execute(
+                reconciliations.update()
+                .where(reconciliations.c.scheduling_id == reconciliation.scheduling_id)
+                .where(reconciliations.c.lock.is_not(None))
+                .values(lock=None, status=status.value, updated=self.clock())
+            )
+            if released.rowcount == 1:
+                await self.inventory.set_status(reconciliation.runtime_id, status, conn=conn)
+
+    async def get(self, scheduling_id: str) -> tuple[Reconciliation, list[Operation]]:
+        async with self.engine.connect() as conn:
+            row = (
+                (
+                    await conn.execute(
+                        sa.select(reconciliations).where(
+                            reconciliations.c.scheduling_id == scheduling_id
+                        )
+                    )
+                )
+                .mappings()
+                .first()
+            )
+            if row is None:
+                raise NotFoundError(f"reconciliation {scheduling_id} not found")
+            return _reconciliation(row), await self._operations(conn, scheduling_id)
+
+    async def operation(self, scheduling_id: str, correlation_id: str) -> Operation:
+        async with self.engine.connect() as conn:
+            row = (
+                (
+                    await conn.execute(
+                        sa.select(operations)
+                        .where(operations.c.scheduling_id == scheduling_id)
+                        .where(operations.c.correlation_id == correlation_id)
+                    )
+                )
+                .mappings()
+                .first()
+            )
+        if row is None:
+            raise NotFoundError(f"operation {correlation_id} of {scheduling_id} not found")
+        return _operation(row)
+
+    async def find_by_correlation(self, correlation_id: str) -> Operation:
+        async with self.engine.connect() as conn:
+            row = (
+                (
+                    await conn.execute(
+                        sa.select(operations).where(operations.c.correlation_id == correlation_id)
+                    )
+                )
+                .mappings()
+                .first()
+            )
+        if row is None:
+            raise NotFoundError(f"operation {correlation_id} not found")
+        return _operation(row)
+
+    async def stop(self, scheduling_id: str, correlation_id: str, reason: str) -> None:
+        """Stop an operation that has not started; ConflictError for any other state."""
+        op = await self.operation(scheduling_id, correlation_id)
+        stopped = await self.update(
+            op.key,
+            OperationState.ERROR,
+            expect=(OperationState.NEW,),
+            reason=f"stopped: {reason}" if reason else "stopped",
+        )
+        if not stopped:
+            raise ConflictError(
+                f"operation {correlation_id} is {op.state}, only a new operation can be stopped"
+            )
+
+    async def list(
+        self,
+        *,
+        runtime_ids: Sequence[str] = (),
+        statuses: Sequence[str] = (),
+        before: dt.datetime | None = None,
+        after: dt.datetime | None = None,
+        last: int | None = None,
+        limit: int = 1000,
+    ) -> list[Reconciliation]:
+        query = sa.select(reconciliations)
+        if runtime_ids:
+            query = query.where(reconciliations.c.runtime_id.in_(list(runtime_ids)))
+        if statuses:
+            query = query.where(reconciliations.c.status.in_(list(statuses)))
+        if before is not None:
+            query = query.where(reconciliations.c.created < before)
+        if after is not None:
+            query = query.where(reconciliations.c.created > after)
+        query = query.order_by(reconciliations.c.created.desc()).limit(last or limit)
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+        return [_reconciliation(r) for r in rows]
+
+    async def latest_for(self, runtime_id: str) -> Reconciliation | None:
+        found = await self.list(runtime_ids=[runtime_id], last=1)
+        return found[0] if found else None
+
+    async def delete_for_cluster(self, runtime_id: str) -> int:
+        """Remove the finished reconciliations of a cluster (active ones are kept)."""
+        async with self.engine.begin() as conn:
+            ids = sa.select(reconciliations.c.scheduling_id).where(
+                reconciliations.c.runtime_id == runtime_id, reconciliations.c.lock.is_(None)
+            )
+            await conn.execute(operations.delete().where(operations.c.scheduling_id.in_(ids)))
+            result = await conn.execute(
+                reconciliations.delete()
+                .where(reconciliations.c.runtime_id == runtime_id)
+                .where(reconciliations.c.lock.is_(None))
+            )
+            return int(result.rowcount)
+
+    async def purge(self, older_than: dt.timedelta, keep_latest: int) -> int:
+        """Delete finished reconciliations older than `older_than`, keeping the newest
+        `keep_latest` of each cluster."""
+        cutoff = self.clock() - older_than
+        ranked = (
+            sa.select(
+                reconciliations.c.scheduling_id,
+                sa.func.row_number()
+                .over(
+                    partition_by=reconciliations.c.runtime_id,
+                    order_by=reconciliations.c.created.desc(),
+                )
+                .label("rank"),
+            )
+            .where(reconciliations.c.lock.is_(None))
+            .subquery()
+        )
+        doomed = (
+            sa.select(ranked.c.scheduling_id).where(ranked.c.rank > keep_latest).scalar_subquery()
+        )
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                operations.delete()
+                .where(operations.c.scheduling_id.in_(doomed))
+                .where(operations.c.created < cutoff)
+            )
+            result = await conn.execute(
+                reconciliations.delete()
+                .where(reconciliations.c.scheduling_id.in_(doomed))
+                .where(reconciliations.c.created < cutoff)
+            )
+            return int(result.rowcount)
