@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from reconciler import __version__
-from reconciler.cli import components, devcluster
+from reconciler.cli import components, devcluster, mothership
 
 app = typer.Typer(
     name="reconciler",
@@ -14,6 +14,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(devcluster.app, name="dev-cluster")
+app.add_typer(mothership.app, name="mothership")
 app.command()(components.deploy)
 app.command()(components.delete)
 app.command()(components.template)

@@ -8,6 +8,7 @@ is for one instance. `Engine.service` is the Python API for the REST layer and t
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -25,7 +26,7 @@ from reconciler.mothership.notifier import Notifier, PostgresNotifier
 from reconciler.mothership.planner import Planner
 from reconciler.mothership.scheduler import Scheduler
 from reconciler.mothership.service import MothershipService
-from reconciler.mothership.settings import Settings
+from reconciler.mothership.settings import Settings, SettingsError
 from reconciler.mothership.workers import WorkerPool
 from reconciler.store.crypto import Cipher
 from reconciler.store.db import is_postgres, make_engine, migrate
@@ -34,6 +35,19 @@ from reconciler.store.reconciliations import ReconciliationRepository
 
 log = structlog.get_logger()
 InvokerFactory = Callable[[Planner], Invoker]
+
+
+def _configured_invoker(name: str) -> InvokerFactory | None:
+    if name == "inprocess":
+        return None
+    prefix, _, target = name.partition(":")
+    module_name, _, attribute = target.partition(":")
+    if prefix != "import" or not module_name or not attribute:
+        raise SettingsError(
+            f"invoker {name!r}: expected 'inprocess' or 'import:package.module:factory'"
+        )
+    factory: InvokerFactory = getattr(importlib.import_module(module_name), attribute)
+    return factory
 
 
 class Engine:

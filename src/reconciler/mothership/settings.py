@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     """Seconds before a `*_error_retryable` cluster is tried again."""
 
     # workers
+    invoker: str = "inprocess"
+    """`inprocess` (the core in this process) or `import:package.module:factory`, a callable
+    taking the Planner and returning an Invoker (benchmarks, tests, plug-ins)."""
     workers: int = 16
     """Operations processed at once by this instance."""
     per_cluster: int = 4

@@ -1,0 +1,90 @@
+"""`reconciler mothership migrate | run`: the control-plane engine without its REST API."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from reconciler.errors import ReconcilerError
+from reconciler.mothership.engine import Engine
+from reconciler.mothership.settings import Settings
+from reconciler.observability.logging import configure_logging
+from reconciler.store.db import current_revision, make_engine, migrate
+
+app = typer.Typer(
+    help="The control plane (mothership): storage, scheduler, workers.", no_args_is_help=True
+)
+
+ConfigFile = Annotated[Path | None, typer.Option("--config", help="YAML settings file.")]
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option("--database-url", help="postgresql+asyncpg://... (default: SQLite file)."),
+]
+
+
+def load(config: Path | None, database_url: str | None, **overrides: object) -> Settings:
+    try:
+        return Settings.load(config, database_url=database_url, **overrides)
+    except ReconcilerError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command("migrate")
+def migrate_command(config: ConfigFile = None, database_url: DatabaseUrl = None) -> None:
+    """Create or upgrade the database schema (also done on start unless disabled)."""
+    settings = load(config, database_url)
+
+    async def go() -> str | None:
+        engine = make_engine(settings.sqlalchemy_url())
+        try:
+            await migrate(engine)
+            return await current_revision(engine)
+        finally:
+            await engine.dispose()
+
+    typer.echo(f"schema at revision {asyncio.run(go())}")
+
+
+async def run_until_signalled(engine: Engine) -> None:
+    """Run the engine until SIGINT/SIGTERM, then stop it gracefully."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    async with engine:
+        await stop.wait()
+
+
+@app.command()
+def run(
+    config: ConfigFile = None,
+    database_url: DatabaseUrl = None,
+    workspace: Annotated[
+        Path | None, typer.Option("--workspace", help="Workspace for every Kyma version.")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help="Operations at once.")] = None,
+    migrate_on_start: Annotated[
+        bool, typer.Option("--migrate/--no-migrate", help="Migrate the schema on start.")
+    ] = True,
+) -> None:
+    """Run scheduler, workers, bookkeeper and cleaner (no REST API) until stopped."""
+    configure_logging(json_lines=True)
+    settings = load(
+        config,
+        database_url,
+        workspace=workspace,
+        workers=workers,
+        migrate_on_start=migrate_on_start,
+    )
+    try:
+        asyncio.run(run_until_signalled(Engine(settings)))
+    except ReconcilerError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None

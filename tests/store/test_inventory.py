@@ -1,0 +1,131 @@
+"""The append-only inventory on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from reconciler.errors import NotFoundError
+from reconciler.model.status import ClusterStatus, StatusTransitionError
+from reconciler.store.inventory import InventoryRepository
+from reconciler.store.tables import cluster_configs, clusters
+from tests.helpers.clusters import cluster_spec
+
+S = ClusterStatus
+
+
+async def test_new_cluster_is_pending_and_readable(inventory: InventoryRepository) -> None:
+    state, changed = await inventory.upsert(cluster_spec("rt-1"))
+    assert changed
+    assert state.status is S.RECONCILE_PENDING
+    assert (state.cluster_version, state.config_version) == (1, 1)
+    latest = await inventory.latest("rt-1")
+    assert latest.spec == cluster_spec("rt-1")
+
+
+async def test_unchanged_upsert_writes_nothing(inventory: InventoryRepository) -> None:
+    await inventory.upsert(cluster_spec("rt-1"))
+    state, changed = await inventory.upsert(cluster_spec("rt-1"))
+    assert not changed
+    assert await inventory.history("rt-1") == {"clusters": 1, "configs": 1, "statuses": 1}
+    assert state.config_version == 1
+
+
+async def test_config_change_adds_a_config_version_and_keeps_the_old_one(
+    inventory: InventoryRepository,
+) -> None:
+    first, _ = await inventory.upsert(cluster_spec("rt-1"))
+    second, changed = await inventory.upsert(cluster_spec("rt-1", components=("istio",)))
+    assert changed
+    assert second.cluster_version == first.cluster_version
+    assert second.config_version > first.config_version
+    old = await inventory.at_config("rt-1", first.config_version)
+    assert len(old.spec.kyma_config.components) == 7
+    assert (await inventory.latest("rt-1")).spec.kyma_config.components[0].component == "istio"
+
+
+async def test_kubeconfig_change_adds_a_cluster_version(inventory: InventoryRepository) -> None:
+    first, _ = await inventory.upsert(cluster_spec("rt-1"))
+    second, _ = await inventory.upsert(cluster_spec("rt-1", kubeconfig="other: config\n"))
+    assert second.cluster_version > first.cluster_version
+    assert second.config_version > first.config_version
+
+
+async def test_kubeconfig_and_secret_values_are_encrypted_at_rest(
+    inventory: InventoryRepository, db: AsyncEngine
+) -> None:
+    spec = cluster_spec(
+        "rt-1",
+        kubeconfig="token: TOPSECRET-KUBE\n",
+        configuration={
+            "istio": [
+                {"key": "password", "value": "TOPSECRET-VALUE", "secret": True},
+                {"key": "replicas", "value": 2},
+            ]
+        },
+    )
+    await inventory.upsert(spec)
+    async with db.connect() as conn:
+        raw_cluster = (await conn.execute(sa.select(clusters))).mappings().one()
+        raw_config = (await conn.execute(sa.select(cluster_configs))).mappings().one()
+    dumped = repr(dict(raw_cluster)) + repr(dict(raw_config))
+    assert "TOPSECRET" not in dumped
+    assert "replicas" in dumped  # non-secret values stay readable for operators
+    restored = (await inventory.latest("rt-1")).spec
+    assert restored.kubeconfig == "token: TOPSECRET-KUBE\n"
+    assert restored.kyma_config.components[1].values()["password"] == "TOPSECRET-VALUE"
+
+
+async def test_disabled_cluster_stays_disabled_on_upsert(inventory: InventoryRepository) -> None:
+    await inventory.upsert(cluster_spec("rt-1"))
+    await inventory.set_status("rt-1", S.RECONCILE_DISABLED)
+    state, changed = await inventory.upsert(cluster_spec("rt-1", components=("istio",)))
+    assert changed
+    assert state.status is S.RECONCILE_DISABLED
+
+
+async def test_transitions_follow_the_state_machine(inventory: InventoryRepository) -> None:
+    await inventory.upsert(cluster_spec("rt-1"))
+    with pytest.raises(StatusTransitionError, match="reconcile_pending to deleted"):
+        await inventory.set_status("rt-1", S.DELETED)
+    with pytest.raises(NotFoundError):
+        await inventory.set_status("nope", S.READY)
+
+
+async def test_status_changes_are_newest_first_with_durations(
+    inventory: InventoryRepository,
+) -> None:
+    await inventory.upsert(cluster_spec("rt-1"))
+    await inventory.set_status("rt-1", S.RECONCILING)
+    await inventory.set_status("rt-1", S.READY)
+    changes = await inventory.status_changes("rt-1", dt.timedelta(days=7))
+    assert [c.status for c in changes] == [S.READY, S.RECONCILING, S.RECONCILE_PENDING]
+    assert all(c.duration >= dt.timedelta(0) for c in changes)
+
+
+async def test_deletion_is_soft_and_keeps_history(inventory: InventoryRepository) -> None:
+    await inventory.upsert(cluster_spec("rt-1"))
+    for status in (S.DELETE_PENDING, S.DELETING, S.DELETED):
+        await inventory.set_status("rt-1", status)
+    state = await inventory.latest("rt-1")
+    assert state.status is S.DELETED
+    assert state.deleted
+    assert await inventory.history("rt-1") == {"clusters": 1, "configs": 1, "statuses": 4}
+    again, _ = await inventory.upsert(cluster_spec("rt-1"))
+    assert again.status is S.RECONCILE_PENDING
+    assert again.cluster_version == 2
+
+
+async def test_old_statuses_are_purged_but_the_current_one_is_kept(
+    inventory: InventoryRepository,
+) -> None:
+    await inventory.upsert(cluster_spec("rt-1"))
+    for _ in range(3):
+        await inventory.set_status("rt-1", S.RECONCILING)
+        await inventory.set_status("rt-1", S.READY)
+    purged = await inventory.purge_statuses(dt.timedelta(0), keep_latest=2)
+    assert purged == 5
+    assert (await inventory.latest("rt-1")).status is S.READY
