@@ -27,7 +27,9 @@ from reconciler.mothership.planner import Planner
 from reconciler.mothership.scheduler import Scheduler
 from reconciler.mothership.service import MothershipService
 from reconciler.mothership.settings import Settings, SettingsError
+from reconciler.mothership.telemetry import MetricsRefresher
 from reconciler.mothership.workers import WorkerPool
+from reconciler.observability.metrics import Metrics
 from reconciler.store.crypto import Cipher
 from reconciler.store.db import is_postgres, make_engine, migrate
 from reconciler.store.inventory import InventoryRepository
@@ -92,8 +94,18 @@ class Engine:
         )
         self.service = MothershipService(self.inventory, self.repo, self.notifier)
         self.scheduler = Scheduler(settings, self.inventory, self.repo, self.planner, self.notifier)
+        self.metrics = Metrics()
         self.workers = WorkerPool(
-            settings, self.repo, self.inventory, self.invoker, self.notifier, self._worker
+            settings,
+            self.repo,
+            self.inventory,
+            self.invoker,
+            self.notifier,
+            self._worker,
+            self.metrics,
+        )
+        self.telemetry = MetricsRefresher(
+            self.metrics, self.inventory, self.repo, self.workers, self.db
         )
         self.bookkeeper = Bookkeeper(settings, self.repo, self.notifier)
         self.cleaner = Cleaner(settings, self.repo, self.inventory)

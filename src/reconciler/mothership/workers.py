@@ -26,6 +26,7 @@ from reconciler.model.status import OperationState
 from reconciler.mothership.invoker import Invoker, InvokeResult
 from reconciler.mothership.notifier import Notifier
 from reconciler.mothership.settings import Settings
+from reconciler.observability.metrics import Metrics
 from reconciler.store.inventory import InventoryRepository
 from reconciler.store.reconciliations import ReconciliationRepository
 
@@ -45,6 +46,7 @@ class WorkerPool:
         invoker: Invoker,
         notifier: Notifier,
         worker: str | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
         self.repo = repo
@@ -52,6 +54,7 @@ class WorkerPool:
         self.invoker = invoker
         self.notifier = notifier
         self.worker = worker or worker_identity()
+        self.metrics = metrics
         self.running: dict[tuple[str, str], asyncio.Task[None]] = {}
         self.started_at: dict[tuple[str, str], float] = {}
 
@@ -72,6 +75,9 @@ class WorkerPool:
                     except Exception as exc:  # database hiccup: try again after the interval
                         log.warning("claim failed", error=str(exc))
                 for op in claimed:
+                    if self.metrics is not None:
+                        waited = (self.repo.clock() - op.updated).total_seconds()
+                        self.metrics.queue_wait.observe(max(waited, 0.0))
                     task = asyncio.create_task(self._process(op))
                     self.running[op.key] = task
                     self.started_at[op.key] = time.monotonic()
@@ -140,6 +146,11 @@ class WorkerPool:
     async def _record(
         self, op: Operation, result: InvokeResult, bound: structlog.typing.FilteringBoundLogger
     ) -> None:
+        started = self.started_at.get(op.key)
+        if self.metrics is not None and started is not None:
+            self.metrics.operation_duration.labels(
+                component=op.component, result="done" if result.ok else "failed"
+            ).observe(time.monotonic() - started)
         if result.ok:
             await self.repo.update(op.key, OperationState.DONE, reason="", worker=self.worker)
             bound.info("operation done")

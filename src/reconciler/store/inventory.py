@@ -423,3 +423,11 @@ class InventoryRepository:
                 .where(cluster_statuses.c.id.not_in(sa.select(cluster_heads.c.status_id)))
             )
             return int(result.rowcount)
+
+    async def statuses(self) -> list[tuple[str, str]]:
+        """(runtime_id, status) of every cluster that is not deleted."""
+        query = sa.select(cluster_heads.c.runtime_id, cluster_heads.c.status).where(
+            cluster_heads.c.deleted.is_(False)
+        )
+        async with self.engine.connect() as conn:
+            return [(r, s) for r, s in (await conn.execute(query)).all()]

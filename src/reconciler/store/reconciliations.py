@@ -460,3 +460,17 @@ class ReconciliationRepository:
                 .where(reconciliations.c.created < cutoff)
             )
             return int(result.rowcount)
+
+    async def counts(self) -> tuple[dict[str, int], int]:
+        """(operations by state, active reconciliations)."""
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                sa.select(operations.c.state, sa.func.count()).group_by(operations.c.state)
+            )
+            by_state = {str(state): int(count) for state, count in rows.all()}
+            active = (
+                await conn.execute(
+                    sa.select(sa.func.count()).where(reconciliations.c.lock.is_not(None))
+                )
+            ).scalar_one()
+        return by_state, int(active)

@@ -1,0 +1,60 @@
+"""Keeps the state metrics of this instance current (see observability/metrics.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from reconciler.mothership.workers import WorkerPool
+from reconciler.observability.metrics import Metrics
+from reconciler.store.inventory import InventoryRepository
+from reconciler.store.reconciliations import ReconciliationRepository
+
+log = structlog.get_logger()
+
+
+class MetricsRefresher:
+    def __init__(
+        self,
+        metrics: Metrics,
+        inventory: InventoryRepository,
+        repo: ReconciliationRepository,
+        workers: WorkerPool,
+        db: AsyncEngine,
+        interval: float = 5.0,
+    ) -> None:
+        self.metrics = metrics
+        self.inventory = inventory
+        self.repo = repo
+        self.workers = workers
+        self.db = db
+        self.interval = interval
+
+    async def refresh(self) -> None:
+        statuses = await self.inventory.statuses()
+        self.metrics.set_cluster_statuses(statuses)
+        self.metrics.replace_counts(
+            self.metrics.clusters, "status", dict(Counter(s for _, s in statuses))
+        )
+        by_state, active = await self.repo.counts()
+        self.metrics.replace_counts(self.metrics.operations, "state", by_state)
+        self.metrics.reconciliations_active.set(active)
+        self.metrics.worker_occupancy.set(self.workers.occupancy)
+        pool = self.db.pool
+        for kind in ("size", "checkedout", "overflow"):
+            reader = getattr(pool, kind, None)
+            if callable(reader):
+                self.metrics.db_pool.labels(kind=kind).set(reader())
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.refresh()
+            except Exception as exc:
+                log.warning("metrics refresh failed", error=str(exc))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.interval)

@@ -1,0 +1,75 @@
+"""Prometheus metrics of a mothership instance.
+
+Event metrics (operation durations, queue wait) are observed where the event happens; state
+metrics (cluster status per runtime, operations by state, active reconciliations, DB pool) are
+refreshed from the database by a background loop every few seconds, so a scrape never waits on
+the database and never sees a half-updated set of series.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Gauge, Histogram
+
+DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.operation_duration = Histogram(
+            "reconciler_operation_duration_seconds",
+            "Time from claiming an operation to its result, per component.",
+            ["component", "result"],
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.queue_wait = Histogram(
+            "reconciler_operation_queue_wait_seconds",
+            "Time an operation waited between becoming runnable and being claimed.",
+            buckets=WAIT_BUCKETS,
+            registry=r,
+        )
+        self.worker_occupancy = Gauge(
+            "reconciler_worker_occupancy_ratio",
+            "Share of this instance's worker slots in use.",
+            registry=r,
+        )
+        self.cluster_status = Gauge(
+            "reconciler_cluster_status",
+            "1 for the current status of each cluster (label status).",
+            ["runtime_id", "status"],
+            registry=r,
+        )
+        self.clusters = Gauge("reconciler_clusters", "Clusters by status.", ["status"], registry=r)
+        self.operations = Gauge(
+            "reconciler_operations", "Operations by state.", ["state"], registry=r
+        )
+        self.reconciliations_active = Gauge(
+            "reconciler_reconciliations_active", "Reconciliations in progress.", registry=r
+        )
+        self.db_pool = Gauge(
+            "reconciler_db_pool_connections",
+            "Database pool connections.",
+            ["kind"],
+            registry=r,
+        )
+        self.occupancy_remote = Gauge(
+            "reconciler_component_reconciler_occupancy_ratio",
+            "Reported busy share of remote component-reconciler pools.",
+            ["pool"],
+            registry=r,
+        )
+
+    def set_cluster_statuses(self, statuses: list[tuple[str, str]]) -> None:
+        """Replace the per-runtime status series with the given (runtime_id, status) pairs."""
+        self.cluster_status.clear()
+        for runtime_id, status in statuses:
+            self.cluster_status.labels(runtime_id=runtime_id, status=status).set(1)
+
+    @staticmethod
+    def replace_counts(gauge: Gauge, label: str, counts: dict[str, int]) -> None:
+        gauge.clear()
+        for value, count in counts.items():
+            gauge.labels(**{label: value}).set(count)
