@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from reconciler import __version__
-from reconciler.cli import components, devcluster, mothership
+from reconciler.cli import admin, components, devcluster, mothership
 
 app = typer.Typer(
     name="reconciler",
@@ -15,6 +15,8 @@ app = typer.Typer(
 )
 app.add_typer(devcluster.app, name="dev-cluster")
 app.add_typer(mothership.app, name="mothership")
+app.add_typer(admin.cluster_app, name="cluster")
+app.add_typer(admin.reconciliation_app, name="reconciliation")
 app.command()(components.deploy)
 app.command()(components.delete)
 app.command()(components.template)

@@ -1,0 +1,229 @@
+"""`reconciler cluster ...` and `reconciler reconciliation ...`: the admin CLI of the mothership's
+REST API (what the KCP CLI does for the original), with human tables or `--output json`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err = Console(stderr=True)
+
+Url = Annotated[
+    str,
+    typer.Option("--url", envvar="RECONCILER_URL", help="Base URL of the mothership API."),
+]
+Token = Annotated[
+    str | None,
+    typer.Option("--token", envvar="RECONCILER_TOKEN", help="Bearer token.", show_default=False),
+]
+CaFile = Annotated[
+    str | None, typer.Option("--ca-file", envvar="RECONCILER_CA_FILE", help="CA bundle (TLS).")
+]
+Output = Annotated[str, typer.Option("--output", "-o", help="table | json")]
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+cluster_app = typer.Typer(help="Clusters known to the mothership.", no_args_is_help=True)
+reconciliation_app = typer.Typer(help="Reconciliations and their operations.", no_args_is_help=True)
+
+
+def _call(
+    method: str, url: str, path: str, token: str | None, ca_file: str | None, **kwargs: Any
+) -> Any:
+    async def go() -> httpx.Response:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx.AsyncClient(
+            base_url=url, headers=headers, verify=ca_file or True, timeout=30
+        ) as client:
+            return await client.request(method, path, **kwargs)
+
+    try:
+        response = asyncio.run(go())
+    except httpx.HTTPError as exc:
+        err.print(f"[red]error:[/] cannot reach {url}: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    if response.status_code >= 400:
+        try:
+            message = response.json().get("error", response.text)
+        except (ValueError, AttributeError):
+            message = response.text
+        err.print(
+            f"[red]error:[/] {response.status_code}: {message}", highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(1)
+    return response.json() if response.content else None
+
+
+def _print(data: Any, output: str, table: Table | None) -> None:
+    if output == "json" or table is None:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        console.print(table)
+
+
+@cluster_app.command("list")
+def cluster_list(
+    url: Url = DEFAULT_URL, token: Token = None, ca_file: CaFile = None, output: Output = "table"
+) -> None:
+    """All clusters with status and versions."""
+    data = _call("GET", url, "/v1/clusters", token, ca_file)
+    table = Table("runtime", "status", "cluster v", "config v", "kyma")
+    for item in data:
+        table.add_row(
+            item["runtimeID"],
+            item["status"],
+            str(item["clusterVersion"]),
+            str(item["configurationVersion"]),
+            item.get("kymaVersion", ""),
+        )
+    _print(data, output, table)
+
+
+@cluster_app.command("status")
+def cluster_status(
+    runtime_id: str,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Current status of one cluster, with the failures of its last reconciliation."""
+    data = _call("GET", url, f"/v1/clusters/{runtime_id}/status", token, ca_file)
+    table = Table("runtime", "status", "cluster v", "config v", "failures")
+    failures = "; ".join(f"{f['component']}: {f['reason']}" for f in data.get("failures") or [])
+    table.add_row(
+        data["cluster"],
+        data["status"],
+        str(data["clusterVersion"]),
+        str(data["configurationVersion"]),
+        failures,
+    )
+    _print(data, output, table)
+
+
+@cluster_app.command("history")
+def cluster_history(
+    runtime_id: str,
+    offset: Annotated[str, typer.Option(help="How far back, e.g. 24h, 168h.")] = "168h",
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Status changes of one cluster, newest first."""
+    data = _call(
+        "GET",
+        url,
+        f"/v1/clusters/{runtime_id}/statusChanges",
+        token,
+        ca_file,
+        params={"offset": offset},
+    )
+    table = Table("started", "status", "duration")
+    for change in data["statusChanges"]:
+        table.add_row(change["started"], change["status"], f"{change['duration'] / 1e9:.1f}s")
+    _print(data, output, table)
+
+
+def _set_status(
+    runtime_id: str, status: str, url: str, token: str | None, ca_file: str | None, output: str
+) -> None:
+    data = _call(
+        "PUT", url, f"/v1/clusters/{runtime_id}/status", token, ca_file, json={"status": status}
+    )
+    table = Table("runtime", "status")
+    table.add_row(data["cluster"], data["status"])
+    _print(data, output, table)
+
+
+@cluster_app.command("disable")
+def cluster_disable(
+    runtime_id: str,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Stop reconciling a cluster (until enabled)."""
+    _set_status(runtime_id, "reconcile_disabled", url, token, ca_file, output)
+
+
+@cluster_app.command("enable")
+def cluster_enable(
+    runtime_id: str,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Reconcile a disabled cluster again."""
+    _set_status(runtime_id, "ready", url, token, ca_file, output)
+
+
+@cluster_app.command("reconcile")
+def cluster_reconcile(
+    runtime_id: str,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Reconcile a cluster now."""
+    _set_status(runtime_id, "reconcile_pending", url, token, ca_file, output)
+
+
+@reconciliation_app.command("list")
+def reconciliation_list(
+    runtime_id: Annotated[list[str] | None, typer.Option("--runtime-id")] = None,
+    status: Annotated[list[str] | None, typer.Option("--status")] = None,
+    last: Annotated[int | None, typer.Option(help="Only the newest N.")] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Reconciliations, newest first."""
+    params: list[tuple[str, str]] = [("runtimeID", r) for r in runtime_id or []]
+    params += [("status", s) for s in status or []]
+    if last:
+        params.append(("last", str(last)))
+    data = _call("GET", url, "/v1/reconciliations", token, ca_file, params=params)
+    table = Table("scheduling id", "runtime", "status", "finished", "created")
+    for item in data:
+        table.add_row(
+            item["schedulingID"],
+            item["runtimeID"],
+            item["status"],
+            str(item["finished"]),
+            item["created"],
+        )
+    _print(data, output, table)
+
+
+@reconciliation_app.command("info")
+def reconciliation_info(
+    scheduling_id: str,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """One reconciliation with its operations."""
+    data = _call("GET", url, f"/v1/reconciliations/{scheduling_id}/info", token, ca_file)
+    table = Table(
+        "priority",
+        "component",
+        "type",
+        "state",
+        "reason",
+        title=(f"{data['schedulingID']}  {data['status']}  finished={data['finished']}"),
+    )
+    for op in data["operations"]:
+        table.add_row(str(op["priority"]), op["component"], op["type"], op["state"], op["reason"])
+    _print(data, output, table)
