@@ -27,6 +27,11 @@ class InvokeResult:
     ok: bool
     reason: str = ""
     transient: bool = False
+    pending: bool = False
+    """Accepted elsewhere (remote component reconciler): the result arrives by callback."""
+    requeue_after: float | None = None
+    """Not started (the remote pool is full): claim again after this many seconds, without
+    counting an attempt."""
 
 
 class Invoker(Protocol):

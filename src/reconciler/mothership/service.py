@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from reconciler.errors import ConflictError, NotFoundError
 from reconciler.model.cluster import ClusterSpec, ClusterState
 from reconciler.model.operation import Operation, Reconciliation
+from reconciler.model.remote import CallbackMessage
 from reconciler.model.status import ClusterStatus, OperationState
 from reconciler.mothership.notifier import Notifier
 from reconciler.store.inventory import InventoryRepository, StatusChange
@@ -133,6 +134,47 @@ class MothershipService:
         return await self.repo.delete_for_cluster(runtime_id)
 
     async def operation(self, scheduling_id: str, correlation_id: str) -> Operation:
+        return await self.repo.operation(scheduling_id, correlation_id)
+
+    async def callback(
+        self,
+        scheduling_id: str,
+        correlation_id: str,
+        message: CallbackMessage,
+        *,
+        orphan_timeout: float,
+    ) -> Operation:
+        """Record a component reconciler's report on an operation.
+
+        `running` keeps the operation alive, `failed` means the remote retries (the operation
+        waits, claimable again only when the remote goes silent for the orphan timeout),
+        `success`/`error` are final. A callback for a final operation is a ConflictError.
+        """
+        op = await self.repo.operation(scheduling_id, correlation_id)
+        if op.state.final:
+            raise ConflictError(f"operation {correlation_id} is already {op.state}")
+        state = message.status.operation_state
+        live = (OperationState.IN_PROGRESS, OperationState.FAILED, OperationState.ORPHAN)
+        if state is OperationState.FAILED:
+            changed = await self.repo.update(
+                op.key,
+                state,
+                expect=live,
+                reason=message.error,
+                retry_after=dt.timedelta(seconds=orphan_timeout),
+            )
+        else:
+            changed = await self.repo.update(
+                op.key,
+                state,
+                expect=live,
+                reason=message.error if state.final else None,
+            )
+        if not changed:
+            current = await self.repo.operation(scheduling_id, correlation_id)
+            raise ConflictError(f"operation {correlation_id} is {current.state}")
+        if state.final:
+            await self.notifier.notify("finished")
         return await self.repo.operation(scheduling_id, correlation_id)
 
     async def stop_operation(self, scheduling_id: str, correlation_id: str, reason: str) -> None:

@@ -151,7 +151,20 @@ class WorkerPool:
             self.metrics.operation_duration.labels(
                 component=op.component, result="done" if result.ok else "failed"
             ).observe(time.monotonic() - started)
-        if result.ok:
+        if result.pending:
+            bound.info("operation handed to a component reconciler")
+            return  # heartbeats and the result arrive as callbacks
+        if result.requeue_after is not None:
+            await self.repo.update(
+                op.key,
+                OperationState.FAILED,
+                reason=result.reason,
+                worker=self.worker,
+                retry_after=dt.timedelta(seconds=result.requeue_after),
+                count_retry=False,
+            )
+            bound.info("operation requeued", reason=result.reason, retry_in=result.requeue_after)
+        elif result.ok:
             await self.repo.update(op.key, OperationState.DONE, reason="", worker=self.worker)
             bound.info("operation done")
         elif op.retries < self.settings.max_retries:

@@ -204,6 +204,8 @@ class ReconciliationRepository:
         retry_after: dt.timedelta | None = None,
         transient: bool | None = None,
         worker: str | None = None,
+        count_retry: bool = True,
+        new_worker: str | None = None,
     ) -> bool:
         """Compare-and-set the state of one operation; False when it was not in `expect`."""
         now = self.clock()
@@ -213,8 +215,11 @@ class ReconciliationRepository:
         if transient is not None:
             values["transient"] = transient
         if retry_after is not None:
-            values["retries"] = operations.c.retries + 1
+            if count_retry:
+                values["retries"] = operations.c.retries + 1
             values["not_before"] = now + retry_after
+        if new_worker is not None:
+            values["worker"] = new_worker
         query = (
             operations.update()
             .where(operations.c.scheduling_id == key[0])

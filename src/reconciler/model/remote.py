@@ -1,0 +1,116 @@
+"""The internal API between the mothership and component reconciler services, as data.
+
+`RemoteTask` is the body of `POST /v1/run` (field names as the original internal API, plus
+`crdSources`, `includeCrds` and `timeout` for this implementation); `CallbackMessage` is what a
+component reconciler POSTs to the task's `callbackURL`. The kubeconfig travels in the task and
+must never be logged or echoed (`repr=False`).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reconciler.model.status import OperationState
+from reconciler.model.task import Task, TaskType
+
+
+class CallbackStatus(enum.StrEnum):
+    NOT_STARTED = "notstarted"
+    RUNNING = "running"
+    FAILED = "failed"
+    SUCCESS = "success"
+    ERROR = "error"
+
+    @property
+    def operation_state(self) -> OperationState:
+        return {
+            CallbackStatus.NOT_STARTED: OperationState.IN_PROGRESS,
+            CallbackStatus.RUNNING: OperationState.IN_PROGRESS,
+            CallbackStatus.FAILED: OperationState.FAILED,
+            CallbackStatus.SUCCESS: OperationState.DONE,
+            CallbackStatus.ERROR: OperationState.ERROR,
+        }[self]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+
+class Repository(_Wire):
+    url: str = ""
+
+
+class ComponentConfiguration(_Wire):
+    max_retries: int = Field(default=3, ge=0, le=100, alias="maxRetries")
+    debug: bool = False
+
+
+class RemoteTask(_Wire):
+    component: str = Field(min_length=1, max_length=63)
+    namespace: str = Field(min_length=1, max_length=63)
+    version: str = Field(min_length=1)
+    url: str = Field(default="", description="Chart source: directory, .tgz URL or oci://")
+    profile: str = ""
+    configuration: dict[str, Any] = Field(default_factory=dict)
+    kubeconfig: str = Field(min_length=1, repr=False)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    callback_url: str = Field(alias="callbackURL", min_length=1)
+    correlation_id: str = Field(alias="correlationID", min_length=1)
+    components_ready: list[str] = Field(default_factory=list, alias="componentsReady")
+    repository: Repository = Field(default_factory=Repository)
+    type: Literal["reconcile", "delete"] = "reconcile"
+    component_configuration: ComponentConfiguration = Field(
+        default_factory=ComponentConfiguration, alias="componentConfiguration"
+    )
+    crd_sources: list[str] = Field(default_factory=list, alias="crdSources")
+    include_crds: bool = Field(default=True, alias="includeCrds")
+    timeout: float = Field(default=600.0, gt=0, le=86400)
+
+    def to_task(self) -> Task:
+        return Task(
+            component=self.component,
+            namespace=self.namespace,
+            version=self.version,
+            chart=self.url or self.repository.url,
+            type=TaskType(self.type),
+            profile=self.profile or None,
+            configuration=self.configuration,
+            include_crds=self.include_crds,
+            crd_sources=tuple(self.crd_sources),
+            correlation_id=self.correlation_id,
+            components_ready=tuple(self.components_ready),
+            timeout=self.timeout,
+        )
+
+    @classmethod
+    def of(cls, task: Task, *, kubeconfig: str, callback_url: str, max_retries: int) -> RemoteTask:
+        return cls.model_validate(
+            {
+                "component": task.component,
+                "namespace": task.namespace,
+                "version": task.version,
+                "url": task.chart,
+                "profile": task.profile or "",
+                "configuration": task.configuration,
+                "kubeconfig": kubeconfig,
+                "callbackURL": callback_url,
+                "correlationID": task.correlation_id,
+                "componentsReady": list(task.components_ready),
+                "type": task.type.value,
+                "componentConfiguration": {"maxRetries": max_retries},
+                "crdSources": list(task.crd_sources),
+                "includeCrds": task.include_crds,
+                "timeout": task.timeout,
+            }
+        )
+
+
+class CallbackMessage(_Wire):
+    status: CallbackStatus
+    error: str = ""
+    retry_id: str = Field(default="", alias="retryID")
+    processing_duration: int = Field(default=0, alias="processingDuration", ge=0)
+    manifest: str | None = None
