@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -27,7 +28,8 @@ from reconciler.kube.apply import prepare_all
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.diff import diff_object
 from reconciler.model.component import CRDS_COMPONENT, ComponentSet
-from reconciler.model.task import TaskType
+from reconciler.model.plan import Plan
+from reconciler.model.task import Task, TaskType
 from reconciler.model.values import ValuesError, layer, parse_assignment
 from reconciler.observability.logging import configure_logging
 
@@ -123,6 +125,41 @@ def _reconciler() -> ComponentReconciler:
     return ComponentReconciler(provider, ActionRegistry.from_entry_points())
 
 
+@dataclass(frozen=True)
+class Run:
+    """What one command will do: the tasks and the plan that orders them."""
+
+    tasks: dict[str, Task]
+    plan: Plan
+
+
+def _prepare(
+    task_type: TaskType,
+    workspace: Path,
+    components: Path | None,
+    only: list[str] | None,
+    profile: str | None,
+    values: list[str] | None,
+    values_files: list[Path] | None,
+    version: str,
+    **options: Any,
+) -> Run:
+    """Read workspace, component set and overrides; bad input exits with code 2."""
+    try:
+        ws, component_set, with_crds = _selection(workspace, components, only)
+        settings = DeployOptions(
+            profile=profile,
+            values=_flatten(_overrides(values, values_files)),
+            version=version,
+            with_crds=with_crds,
+            **options,
+        )
+        tasks = build_tasks(ws, component_set, task_type, settings)
+    except ReconcilerError as exc:
+        raise _fail(str(exc), 2) from None
+    return Run(tasks, plan_for(component_set, task_type, settings))
+
+
 def _run_set(
     task_type: TaskType,
     kubeconfig: Path | None,
@@ -138,20 +175,19 @@ def _run_set(
     wait: bool,
 ) -> None:
     configure_logging(json_lines=True, level="WARNING")
-    try:
-        ws, component_set, with_crds = _selection(workspace, components, only)
-        options = DeployOptions(
-            profile=profile,
-            values=_flatten(_overrides(values, values_files)),
-            version=version,
-            timeout=timeout,
-            wait=wait,
-            with_crds=with_crds,
-        )
-        tasks = build_tasks(ws, component_set, task_type, options)
-    except ReconcilerError as exc:
-        raise _fail(str(exc), 2) from None
-    plan = plan_for(component_set, task_type, options)
+    run = _prepare(
+        task_type,
+        workspace,
+        components,
+        only,
+        profile,
+        values,
+        values_files,
+        version,
+        timeout=timeout,
+        wait=wait,
+    )
+    plan, tasks = run.plan, run.tasks
     mode = "quiet" if output == "json" else ("live" if sys.stderr.isatty() else "lines")
     from reconciler.cli.progress import ProgressView
 
@@ -280,24 +316,16 @@ def template(
     version: Version = "local",
 ) -> None:
     """Print the manifests the components render to (no cluster needed)."""
-    try:
-        ws, component_set, with_crds = _selection(workspace, components, component)
-        options = DeployOptions(
-            profile=profile,
-            values=_flatten(_overrides(value, values)),
-            version=version,
-            with_crds=with_crds,
-        )
-        tasks = build_tasks(ws, component_set, TaskType.RECONCILE, options)
-    except ReconcilerError as exc:
-        raise _fail(str(exc), 2) from None
+    run = _prepare(
+        TaskType.RECONCILE, workspace, components, component, profile, value, values, version
+    )
     provider = HelmChartProvider(ChartCache(cache_dir() / "charts"))
     capabilities = Capabilities(kube_version, tuple(api_versions or ()))
 
     async def go() -> list[str]:
         documents = []
-        for name in plan_for(component_set, TaskType.RECONCILE, options).names():
-            for obj in await provider.render(tasks[name], capabilities):
+        for name in run.plan.names():
+            for obj in await provider.render(run.tasks[name], capabilities):
                 documents.append(
                     f"# component: {name}\n" + yaml.safe_dump(obj.raw, sort_keys=False)
                 )
@@ -317,25 +345,17 @@ def diff(
     version: Version = "local",
 ) -> None:
     """Show what deploy would change (server-side dry-run); exit 1 when something differs."""
-    try:
-        ws, component_set, with_crds = _selection(workspace, components, component)
-        options = DeployOptions(
-            profile=profile,
-            values=_flatten(_overrides(value, values)),
-            version=version,
-            with_crds=with_crds,
-        )
-        tasks = build_tasks(ws, component_set, TaskType.RECONCILE, options)
-    except ReconcilerError as exc:
-        raise _fail(str(exc), 2) from None
+    run = _prepare(
+        TaskType.RECONCILE, workspace, components, component, profile, value, values, version
+    )
     reconciler = _reconciler()
 
     async def go() -> list[str]:
         diffs: list[str] = []
         async with await Cluster.connect(kubeconfig) as cluster:
             capabilities = await reconciler.capabilities(cluster)
-            for name in plan_for(component_set, TaskType.RECONCILE, options).names():
-                task = tasks[name]
+            for name in run.plan.names():
+                task = run.tasks[name]
                 rendered = await reconciler.charts.render(task, capabilities)
                 objects, _ = await prepare_all(
                     cluster,
