@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from reconciler.charts.workspace import Workspace
+from reconciler.errors import ReconcilerError
 
 console = Console()
 err = Console(stderr=True)
@@ -82,6 +86,54 @@ def cluster_list(
             str(item["configurationVersion"]),
             item.get("kymaVersion", ""),
         )
+    _print(data, output, table)
+
+
+@cluster_app.command("register")
+def cluster_register(
+    runtime_id: str,
+    kubeconfig: Annotated[Path, typer.Option("--kubeconfig", help="Kubeconfig of the cluster.")],
+    workspace: Annotated[
+        Path, typer.Option("--workspace", "-w", help="Take the component list from here.")
+    ],
+    kyma_version: Annotated[str, typer.Option("--kyma-version")] = "local",
+    profile: Annotated[str, typer.Option("--profile")] = "evaluation",
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Register (or update) a cluster with every component of a workspace, as KEB would."""
+    try:
+        components = Workspace(workspace).component_set()
+        text = kubeconfig.read_text()
+    except (ReconcilerError, OSError) as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    body = {
+        "runtimeID": runtime_id,
+        "runtimeInput": {"name": runtime_id, "description": "registered by reconciler cluster"},
+        "kymaConfig": {
+            "version": kyma_version,
+            "profile": profile,
+            "administrators": [],
+            "components": [
+                {"component": spec.name, "namespace": components.namespace_of(spec)}
+                for spec in components.all()
+            ],
+        },
+        "metadata": {},
+        "kubeconfig": text,
+    }
+    data = _call("POST", url, "/v1/clusters", token, ca_file, json=body)
+    table = Table("runtime", "status", "cluster v", "config v", "status URL")
+    table.add_row(
+        data["cluster"],
+        data["status"],
+        str(data["clusterVersion"]),
+        str(data["configurationVersion"]),
+        data["statusURL"],
+    )
     _print(data, output, table)
 
 

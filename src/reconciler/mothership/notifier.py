@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 CHANNELS = ("clusters", "operations", "finished")
 PG_CHANNEL = "reconciler_events"
+BATCH_SECONDS = 0.005
 
 log = structlog.get_logger()
 
@@ -51,6 +52,8 @@ class PostgresNotifier(Notifier):
         self._engine = engine
         self._listener: Any = None
         self._raw: Any = None
+        self._pending: set[str] = set()
+        self._flusher: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self._listener = await self._engine.connect()
@@ -63,17 +66,30 @@ class PostgresNotifier(Notifier):
             self._wake(payload)
 
     async def notify(self, channel: str) -> None:
+        """Wake local waiters now; tell other instances in one NOTIFY batch shortly after
+        (hundreds of operations finishing per second must not cost a round trip each)."""
         self._wake(channel)
+        self._pending.add(channel)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+
+    async def _flush(self) -> None:
+        await asyncio.sleep(BATCH_SECONDS)
+        channels, self._pending = self._pending, set()
         try:
             async with self._engine.connect() as conn:
                 raw = await conn.get_raw_connection()
                 driver = raw.driver_connection
                 assert driver is not None
-                await driver.execute(f"NOTIFY {PG_CHANNEL}, '{channel}'")
+                for channel in sorted(channels):
+                    await driver.execute(f"NOTIFY {PG_CHANNEL}, '{channel}'")
         except Exception as exc:  # a lost wake-up only costs latency (the sweep catches up)
-            log.warning("notify failed", channel=channel, error=str(exc))
+            log.warning("notify failed", channels=sorted(channels), error=str(exc))
 
     async def stop(self) -> None:
+        if self._flusher is not None:
+            with contextlib.suppress(Exception):
+                await self._flusher
         if self._raw is not None:
             with contextlib.suppress(Exception):
                 await self._raw.remove_listener(PG_CHANNEL, self._on_notify)

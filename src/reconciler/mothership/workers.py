@@ -17,10 +17,12 @@ import functools
 import os
 import socket
 import time
+from collections import OrderedDict
 
 import structlog
 
 from reconciler.errors import ReconcilerError
+from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
 from reconciler.model.status import OperationState
 from reconciler.mothership.invoker import Invoker, InvokeResult
@@ -31,6 +33,7 @@ from reconciler.store.inventory import InventoryRepository
 from reconciler.store.reconciliations import ReconciliationRepository
 
 log = structlog.get_logger()
+STATE_CACHE = 2048
 
 
 def worker_identity() -> str:
@@ -55,6 +58,7 @@ class WorkerPool:
         self.notifier = notifier
         self.worker = worker or worker_identity()
         self.metrics = metrics
+        self._states: OrderedDict[tuple[str, int], ClusterState] = OrderedDict()
         self.running: dict[tuple[str, str], asyncio.Task[None]] = {}
         self.started_at: dict[tuple[str, str], float] = {}
 
@@ -104,6 +108,20 @@ class WorkerPool:
                 key, OperationState.ORPHAN, reason="instance shut down", worker=self.worker
             )
 
+    async def _state(self, op: Operation) -> ClusterState:
+        """The configuration an operation works on; config versions never change, so they are
+        cached (the kubeconfig stays decrypted only in this process's memory)."""
+        key = (op.runtime_id, op.config_version)
+        state = self._states.get(key)
+        if state is None:
+            state = await self.inventory.at_config(*key)
+            self._states[key] = state
+            if len(self._states) > STATE_CACHE:
+                self._states.popitem(last=False)
+        else:
+            self._states.move_to_end(key)
+        return state
+
     async def _heartbeat(self, key: tuple[str, str]) -> None:
         while True:
             await asyncio.sleep(self.settings.heartbeat_interval)
@@ -122,7 +140,7 @@ class WorkerPool:
             await self.repo.heartbeat(op.key, self.worker)
 
         try:
-            state = await self.inventory.at_config(op.runtime_id, op.config_version)
+            state = await self._state(op)
             result = await asyncio.wait_for(
                 self.invoker.invoke(op, state, progress), self.settings.operation_timeout
             )

@@ -162,37 +162,34 @@ class ReconciliationRepository:
             query = query.where(operations.c.runtime_id.not_in(list(exclude)))
         if self.postgres:
             query = query.with_for_update(skip_locked=True, of=operations)
-        claimed: list[Operation] = []
         async with self.engine.begin() as conn:
             rows = (await conn.execute(query)).mappings().all()
-            taken_per_cluster: dict[str, int] = {}
+            chosen: list[Any] = []
+            per_runtime: dict[str, int] = {}
             for row in rows:
-                if len(claimed) >= limit:
+                if len(chosen) >= limit:
                     break
-                if taken_per_cluster.get(row["runtime_id"], 0) >= per_cluster:
+                if per_runtime.get(row["runtime_id"], 0) >= per_cluster:
                     continue  # fairness: leave room for other clusters
-                done = await conn.execute(
-                    operations.update()
-                    .where(operations.c.scheduling_id == row["scheduling_id"])
-                    .where(operations.c.correlation_id == row["correlation_id"])
-                    .where(operations.c.state == row["state"])
-                    .values(state=OperationState.IN_PROGRESS.value, worker=worker, updated=now)
-                )
-                if done.rowcount == 1:
-                    taken_per_cluster[row["runtime_id"]] = (
-                        taken_per_cluster.get(row["runtime_id"], 0) + 1
-                    )
-                    claimed.append(
-                        _operation(
-                            {
-                                **row,
-                                "state": OperationState.IN_PROGRESS.value,
-                                "worker": worker,
-                                "updated": now,
-                            }
-                        )
-                    )
-        return claimed
+                per_runtime[row["runtime_id"]] = per_runtime.get(row["runtime_id"], 0) + 1
+                chosen.append(row)
+            if not chosen:
+                return []
+            key = sa.tuple_(operations.c.scheduling_id, operations.c.correlation_id)
+            taken = await conn.execute(
+                operations.update()
+                .where(key.in_([(r["scheduling_id"], r["correlation_id"]) for r in chosen]))
+                .where(operations.c.state.in_([s.value for s in CLAIMABLE]))
+                .values(state=OperationState.IN_PROGRESS.value, worker=worker, updated=now)
+                .returning(operations.c.scheduling_id, operations.c.correlation_id)
+            )
+            won = {tuple(row) for row in taken.all()}
+        # `updated` stays the time of the last state change: the worker reports the queue wait
+        return [
+            _operation({**row, "state": OperationState.IN_PROGRESS.value, "worker": worker})
+            for row in chosen
+            if (row["scheduling_id"], row["correlation_id"]) in won
+        ]
 
     async def update(
         self,
