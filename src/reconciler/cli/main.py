@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from reconciler import __version__
-from reconciler.cli import admin, components, devcluster, mothership
+from reconciler.cli import admin, component, components, devcluster, mothership
 
 app = typer.Typer(
     name="reconciler",
@@ -17,6 +17,7 @@ app.add_typer(devcluster.app, name="dev-cluster")
 app.add_typer(mothership.app, name="mothership")
 app.add_typer(admin.cluster_app, name="cluster")
 app.add_typer(admin.reconciliation_app, name="reconciliation")
+app.add_typer(component.app, name="component")
 app.command()(components.deploy)
 app.command()(components.delete)
 app.command()(components.template)

@@ -70,16 +70,12 @@ class ComponentReconciler:
         self.charts = charts
         self.actions = actions or ActionRegistry()
         self.concurrency = concurrency
-        self._capabilities: dict[int, Capabilities] = {}
 
-    async def capabilities(self, cluster: Cluster) -> Capabilities:
-        """The cluster's version and API versions, as Helm's `.Capabilities` (cached)."""
-        key = id(cluster)
-        if key not in self._capabilities:
-            self._capabilities[key] = Capabilities(
-                await cluster.client.version(), tuple(await cluster.mapper.api_versions())
-            )
-        return self._capabilities[key]
+    @staticmethod
+    async def capabilities(cluster: Cluster) -> Capabilities:
+        """The cluster's version and API versions, as Helm's `.Capabilities` (both cached by
+        the cluster connection; API versions refresh when CRDs change discovery)."""
+        return Capabilities(await cluster.version(), tuple(await cluster.mapper.api_versions()))
 
     async def run(self, task: Task, cluster: Cluster, report: Report | None = None) -> Outcome:
         started = time.monotonic()

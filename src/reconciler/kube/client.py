@@ -62,7 +62,9 @@ def load_kubeconfig(source: KubeconfigSource) -> SingleConfig:
         where = f" (line {line + 1})" if line is not None else ""
         raise KubeconfigError(f"kubeconfig is not valid YAML{where}") from None
     except (ConfigError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise KubeconfigError(f"kubeconfig is malformed: {type(exc).__name__}: {exc}") from None
+        # the exception text may quote the kubeconfig: name only what kind of problem it is
+        what = f"missing {exc}" if isinstance(exc, KeyError) else type(exc).__name__
+        raise KubeconfigError(f"kubeconfig is malformed ({what})") from None
     if single is None or single.cluster is None or not single.cluster.server:
         raise KubeconfigError("kubeconfig has no current context with a cluster server")
     return single

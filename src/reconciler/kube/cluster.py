@@ -28,13 +28,20 @@ class Cluster:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
         self.mapper = RestMapper(client)
+        self._version: str | None = None
+
+    async def version(self) -> str:
+        """The cluster's Kubernetes version (asked once per connection)."""
+        if self._version is None:
+            self._version = await self.client.version()
+        return self._version
 
     @classmethod
     async def connect(cls, kubeconfig: KubeconfigSource, **kwargs: Any) -> Cluster:
         """Build a client and prove the apiserver answers (ClusterUnreachable otherwise)."""
         cluster = cls(KubeClient.from_kubeconfig(kubeconfig, **kwargs))
         try:
-            await cluster.client.version()
+            await cluster.version()
         except BaseException:
             await cluster.aclose()
             raise

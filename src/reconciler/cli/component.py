@@ -1,0 +1,98 @@
+"""`reconciler component serve`: run one component reconciler service until SIGTERM.
+
+Settings come from `RECONCILER_COMPONENT_*` variables; the options here override the common ones.
+The token is read from a file (never from the command line, where `ps` would show it). uvicorn
+handles SIGINT/SIGTERM: it stops accepting, then the app's shutdown cancels running tasks and
+sends their `failed` callbacks before the process exits.
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import uvicorn
+from pydantic import ValidationError
+
+from reconciler.errors import ReconcilerError
+from reconciler.observability.logging import configure_logging
+from reconciler.remote.service import create_app
+from reconciler.remote.settings import ComponentSettings
+
+app = typer.Typer(help="Component reconciler service (worker side of the internal API).")
+
+
+@app.callback()
+def _group() -> None:
+    """Component reconciler service (worker side of the internal API)."""
+
+
+def _settings(overrides: dict[str, Any]) -> ComponentSettings:
+    try:
+        return ComponentSettings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+            for err in exc.errors(include_input=False)
+        )
+        typer.secho(f"error: {problems}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8090,
+    components: Annotated[
+        str | None, typer.Option(help="Serve only these components (comma-separated).")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help="Tasks held at once (pool size).")] = None,
+    heartbeat_interval: Annotated[
+        float | None, typer.Option(help="Seconds between `running` callbacks.")
+    ] = None,
+    token_file: Annotated[
+        Path | None, typer.Option(help="File holding the shared bearer token.")
+    ] = None,
+    cert_file: Annotated[Path | None, typer.Option(help="TLS certificate to serve.")] = None,
+    key_file: Annotated[Path | None, typer.Option(help="TLS key of --cert-file.")] = None,
+    log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+) -> None:
+    """Serve POST /v1/run, /health/live, /health/ready and /metrics until stopped."""
+    configure_logging(json_lines=True, level=log_level)
+    token: str | None = None
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError as exc:
+            typer.secho(f"error: token file {token_file}: {exc.strerror}", fg="red", err=True)
+            raise typer.Exit(2) from None
+    settings = _settings(
+        {
+            "components": components,
+            "workers": workers,
+            "heartbeat_interval": heartbeat_interval,
+            "token": token,
+            "cert_file": cert_file,
+            "key_file": key_file,
+        }
+    )
+    try:
+        application = create_app(settings)
+    except ReconcilerError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None
+    config = uvicorn.Config(
+        application,
+        host=host,
+        port=port,
+        lifespan="on",
+        log_level=log_level,
+        ssl_certfile=settings.cert_file,
+        ssl_keyfile=settings.key_file,
+        ssl_ca_certs=str(settings.client_ca_file) if settings.client_ca_file else None,
+        ssl_cert_reqs=ssl.CERT_REQUIRED if settings.client_ca_file else ssl.CERT_NONE,
+        timeout_graceful_shutdown=int(settings.shutdown_timeout) + 5,
+    )
+    uvicorn.Server(config).run()

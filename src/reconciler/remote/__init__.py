@@ -1,0 +1,19 @@
+"""Component reconciler as a service: the worker side of the internal API, and its client.
+
+`service.create_app` is the stateless HTTP service the mothership delegates component work to
+(`reconciler component serve`); `client.ComponentReconcilerClient` is how the mothership calls it.
+The wire format lives in `reconciler.model.remote`.
+"""
+
+from reconciler.remote.client import ComponentReconcilerClient, RunResult, RunStatus
+from reconciler.remote.service import ComponentService, create_app
+from reconciler.remote.settings import ComponentSettings
+
+__all__ = [
+    "ComponentReconcilerClient",
+    "ComponentService",
+    "ComponentSettings",
+    "RunResult",
+    "RunStatus",
+    "create_app",
+]

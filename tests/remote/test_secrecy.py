@@ -1,0 +1,102 @@
+"""The kubeconfig in a task never leaves the service: not in responses, log lines or callbacks,
+whether the task succeeds, cannot reach its cluster, carries a broken kubeconfig or is invalid."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from reconciler.model.remote import CallbackStatus
+from reconciler.observability.logging import configure_logging
+from reconciler.remote.worker import Scrubber
+from tests.remote.support import CallbackReceiver, running_service, settings, task_body
+
+TOKEN_VALUE = "kubeconfig-token-Zm9vYmFyYmF6cXV4"
+UNREACHABLE = f"""\
+apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:1"}}}}]
+users: [{{name: u, user: {{token: {TOKEN_VALUE}}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+current-context: x
+"""
+MALFORMED = f"""\
+apiVersion: v1
+kind: Config
+users: [{{name: u, user: {{token: {TOKEN_VALUE}}}}}]
+current-context: {TOKEN_VALUE}
+"""
+BROKEN_YAML = f"apiVersion: v1\nusers:\n  - token: {TOKEN_VALUE}\n   bad: [\n"
+
+
+def secrets_of(kubeconfig: str) -> list[str]:
+    values = re.findall(r"(?:-data|token):\s*([A-Za-z0-9+/=_-]{16,})", kubeconfig)
+    return [kubeconfig, *values]
+
+
+async def test_kubeconfig_appears_in_no_response_log_line_or_callback(
+    tmp_path: Path,
+    receiver: CallbackReceiver,
+    kubeconfig_text: str,
+    configmaps_chart: Path,
+    namespace: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging(json_lines=True, level="DEBUG")
+    cases = {
+        "c-real": kubeconfig_text,
+        "c-unreachable": UNREACHABLE,
+        "c-malformed": MALFORMED,
+        "c-yaml": BROKEN_YAML,
+    }
+    responses: list[str] = []
+    async with running_service(settings(tmp_path)) as (_, client):
+        for correlation_id, kubeconfig in cases.items():
+            response = await client.post(
+                "/v1/run",
+                json=task_body(
+                    chart=configmaps_chart,
+                    namespace=namespace,
+                    kubeconfig=kubeconfig,
+                    callback_url=receiver.callback_url(correlation_id),
+                    correlation_id=correlation_id,
+                ),
+            )
+            assert response.status_code == 200
+            responses.append(response.text)
+        invalid = await client.post(
+            "/v1/run",
+            json=task_body(
+                chart=configmaps_chart,
+                namespace=namespace,
+                kubeconfig=kubeconfig_text,
+                callback_url=receiver.callback_url("c-invalid"),
+                type="upgrade",
+            ),
+        )
+        assert invalid.status_code == 400
+        responses.append(invalid.text)
+        finals = {cid: await receiver.wait_final(cid) for cid in cases}
+    assert finals["c-real"].status is CallbackStatus.SUCCESS
+    assert finals["c-unreachable"].status is CallbackStatus.ERROR
+    assert "component web" in finals["c-unreachable"].error
+    assert finals["c-malformed"].status is CallbackStatus.ERROR
+    assert finals["c-yaml"].status is CallbackStatus.ERROR
+    assert "kubeconfig" in finals["c-yaml"].error
+
+    captured = capsys.readouterr()
+    logs = captured.out + captured.err
+    assert "task finished" in logs  # the logs were captured at all
+    everything = "\n".join([*responses, *receiver.raw_bodies, logs])
+    for kubeconfig in cases.values():
+        for secret in secrets_of(kubeconfig):
+            assert secret not in everything
+    assert TOKEN_VALUE not in everything
+
+
+def test_scrubber_redacts_the_kubeconfig_and_each_credential_in_it() -> None:
+    scrub = Scrubber(UNREACHABLE)
+    text = f"user {TOKEN_VALUE} failed; config was {UNREACHABLE.strip()}"
+    assert scrub(text) == "user <redacted> failed; config was <redacted>"
