@@ -24,6 +24,7 @@ from reconciler.mothership.cleaner import Cleaner
 from reconciler.mothership.invoker import InProcessInvoker, Invoker
 from reconciler.mothership.notifier import Notifier, PostgresNotifier
 from reconciler.mothership.planner import Planner
+from reconciler.mothership.remote_invoker import RemoteInvoker
 from reconciler.mothership.scheduler import Scheduler
 from reconciler.mothership.service import MothershipService
 from reconciler.mothership.settings import Settings, SettingsError
@@ -40,7 +41,7 @@ InvokerFactory = Callable[[Planner], Invoker]
 
 
 def _configured_invoker(name: str) -> InvokerFactory | None:
-    if name == "inprocess":
+    if name in ("inprocess", "remote"):
         return None
     prefix, _, target = name.partition(":")
     module_name, _, attribute = target.partition(":")
@@ -80,10 +81,15 @@ class Engine:
         self.notifier: Notifier = PostgresNotifier(self.db) if is_postgres(self.db) else Notifier()
         await self.notifier.start()
         self.planner = Planner(settings)
-        self.invoker = (
-            self._invoker_factory(self.planner)
-            if self._invoker_factory
-            else InProcessInvoker(
+        self.metrics = Metrics()
+        factory = self._invoker_factory or _configured_invoker(settings.invoker)
+        self.invoker: Invoker
+        if factory is not None:
+            self.invoker = factory(self.planner)
+        elif settings.invoker == "remote":
+            self.invoker = RemoteInvoker(self.planner, settings, self.metrics)
+        else:
+            self.invoker = InProcessInvoker(
                 self.planner,
                 ComponentReconciler(
                     HelmChartProvider(ChartCache(settings.charts_cache)),
@@ -91,10 +97,8 @@ class Engine:
                 ),
                 timeout=settings.operation_timeout,
             )
-        )
         self.service = MothershipService(self.inventory, self.repo, self.notifier)
         self.scheduler = Scheduler(settings, self.inventory, self.repo, self.planner, self.notifier)
-        self.metrics = Metrics()
         self.workers = WorkerPool(
             settings,
             self.repo,
@@ -130,6 +134,8 @@ class Engine:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         await self.notifier.stop()
+        if isinstance(self.invoker, RemoteInvoker):
+            await self.invoker.aclose()
         if self.db is not None:
             await self.db.dispose()
 

@@ -45,8 +45,19 @@ class Settings(BaseSettings):
 
     # workers
     invoker: str = "inprocess"
-    """`inprocess` (the core in this process) or `import:package.module:factory`, a callable
-    taking the Planner and returning an Invoker (benchmarks, tests, plug-ins)."""
+    """`inprocess` (the core in this process), `remote` (component reconciler services, see
+    `component_reconcilers`) or `import:package.module:factory`, a callable taking the Planner
+    and returning an Invoker (benchmarks, tests, plug-ins)."""
+    component_reconcilers: dict[str, str] = Field(default_factory=dict)
+    """Component name -> base URL of its component reconciler; key `base` is the fallback."""
+    callback_url: str = ""
+    """This mothership's base URL as component reconcilers reach it (for callbacks)."""
+    component_reconciler_token: str = Field(default="", repr=False)
+    """Bearer token sent to component reconcilers and expected on their callbacks."""
+    component_reconciler_ca_file: Path | None = None
+    """CA bundle to verify component reconcilers' TLS certificates."""
+    remote_attempts: int = 5
+    """Tries to hand an operation to a busy/unavailable component reconciler per claim."""
     workers: int = 16
     """Operations processed at once by this instance."""
     per_cluster: int = 4

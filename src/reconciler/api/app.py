@@ -1,0 +1,127 @@
+"""`create_app`: the external REST API v1 over a running engine's `MothershipService`.
+
+The app owns no engine and no database: the caller passes the service, the settings and the
+pluggable checks (spec validator, kubeconfig check, readiness probe), so `mothership serve`
+and tests wire real parts the same way. Requests pass, outermost first: audit -> error guard ->
+authentication/authorization -> body size limit -> FastAPI routing and validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+from fastapi import APIRouter, FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from reconciler.api.auth import Authenticator, AuthMiddleware, NoAuth, build_authenticator
+from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
+from reconciler.api.errors import ErrorMiddleware, install_error_handlers
+from reconciler.api.kubeconfig import KubeconfigCheck, connect_check
+from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware
+from reconciler.api.routes import clusters, health, operations, reconciliations
+from reconciler.api.settings import ApiSettings
+from reconciler.model.cluster import ClusterSpec
+from reconciler.mothership.service import MothershipService
+from reconciler.observability.audit import AuditLog
+
+log = structlog.get_logger()
+TITLE = "Reconciler mothership API"
+DESCRIPTION = (
+    "External API v1, compatible with the original reconciler's clients (environment broker,"
+    ' KCP CLI). Errors are `{"error": "..."}`. Bearer tokens: viewer < operator < admin.'
+)
+
+
+async def accept_any_spec(_: ClusterSpec) -> None:
+    """The default spec validator: accepts everything (the caller wires the real one)."""
+
+
+def database_probe(service: MothershipService) -> ReadinessProbe:
+    """Ready when the database answers a (cheap) query through the service."""
+
+    async def probe() -> bool:
+        await service.reconciliations(last=1)
+        return True
+
+    return probe
+
+
+def create_app(
+    service: MothershipService,
+    *,
+    settings: ApiSettings,
+    validate_spec: SpecValidator | None = None,
+    check_kubeconfig: KubeconfigCheck | None = None,
+    ready: ReadinessProbe | None = None,
+    authenticator: Authenticator | None = None,
+    audit: AuditLog | None = None,
+) -> FastAPI:
+    """The API app. Refuses (ApiConfigError) when no authentication is configured and `auth` is
+    not explicitly `none`. `audit`/`authenticator` default to what the settings describe."""
+    authenticator = authenticator or build_authenticator(settings)
+    if isinstance(authenticator, NoAuth):
+        log.warning("API authentication is off (auth=none): every caller is an admin")
+    own_audit = audit is None
+    audit_log = audit or AuditLog.open(
+        settings.audit_log, max_bytes=settings.audit_max_bytes, backups=settings.audit_backups
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        if own_audit:
+            audit_log.close()
+
+    app = FastAPI(
+        title=TITLE,
+        description=DESCRIPTION,
+        version="1.0.0",
+        lifespan=lifespan,
+        strict_content_type=False,  # Go clients may omit Content-Type; bearer auth, no cookies
+    )
+    app.state.api = ApiContext(
+        service=service,
+        settings=settings,
+        validate_spec=validate_spec or accept_any_spec,
+        check_kubeconfig=check_kubeconfig or connect_check(settings.kubeconfig_timeout),
+        ready=ready or database_probe(service),
+    )
+    install_error_handlers(app)
+    v1 = APIRouter(prefix="/v1")
+    for module in (clusters, reconciliations, operations):
+        v1.include_router(module.router)
+    app.include_router(v1)
+    app.include_router(health.router)
+
+    routes = app.router.routes  # the live list: routes mounted later (e.g. /metrics) are seen
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(AuthMiddleware, routes=routes, auth=authenticator)
+    app.add_middleware(ErrorMiddleware)
+    app.add_middleware(AuditMiddleware, routes=routes, audit=audit_log)
+    _document_without_422(app)
+    return app
+
+
+def _document_without_422(app: FastAPI) -> None:
+    """FastAPI documents 422 for every route; this API answers 400 instead."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            for path in schema.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,194 @@
+"""`/v1/clusters...`: upsert, delete, state, status (read and set), configuration, history.
+
+An upsert is checked completely before anything is stored: body shape (FastAPI/pydantic), the
+kubeconfig (parsed, no host access, cluster answers) and the pluggable spec validator (unknown
+components). The store writes a new version in one transaction, so a rejected request leaves
+no trace. Both spellings clients use are served: `config`/`configs` in the status URL, the
+status-change offset as a query parameter or a path segment.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+
+from reconciler.api import convert
+from reconciler.api import schemas as s
+from reconciler.api.auth import Role, requires
+from reconciler.api.context import ApiContext, context
+from reconciler.api.durations import parse_go_duration
+from reconciler.api.errors import ApiError
+from reconciler.api.kubeconfig import credential_values, inspect_kubeconfig, scrub
+from reconciler.api.middleware import AUDIT_RUNTIME_ID
+from reconciler.api.routes import AUTHED, errors
+from reconciler.api.routing import scope_state
+from reconciler.errors import ConflictError, KubeconfigError, ReconcilerError
+from reconciler.model.cluster import ClusterState
+from reconciler.model.status import ClusterStatus, StatusTransitionError
+
+router = APIRouter(tags=["clusters"])
+Ctx = Annotated[ApiContext, Depends(context)]
+RuntimeID = Annotated[str, Path(alias="runtimeID", min_length=1)]
+ConfigVersion = Annotated[int, Path(alias="configVersion", ge=1, le=2**63 - 1)]
+DEFAULT_OFFSET = "168h"
+
+
+async def _respond(ctx: ApiContext, request: Request, state: ClusterState) -> s.ClusterResponse:
+    failures = await ctx.service.failures(state)
+    return convert.cluster_response(state, failures, ctx.base_url(request))
+
+
+async def upsert_cluster(body: s.ClusterIn, request: Request, ctx: Ctx) -> s.ClusterResponse:
+    """Create or update a cluster (POST and PUT behave the same)."""
+    scope_state(request.scope)[AUDIT_RUNTIME_ID] = body.runtimeID
+    spec = convert.spec_from(body)
+    secrets = credential_values(spec.kubeconfig)
+    try:
+        inspect_kubeconfig(
+            spec.kubeconfig, allow_host_access=ctx.settings.kubeconfig_allow_host_access
+        )
+    except KubeconfigError as exc:
+        raise ApiError(400, f"kubeconfig not accepted: {exc}") from None
+    try:
+        await ctx.validate_spec(spec)
+    except (ReconcilerError, ValueError) as exc:
+        raise ApiError(400, scrub(str(exc), secrets)) from None
+    try:
+        await ctx.check_kubeconfig(spec.kubeconfig)
+    except (ReconcilerError, ValueError, OSError) as exc:
+        raise ApiError(400, f"kubeconfig not accepted: {scrub(str(exc), secrets)}") from None
+    state = await ctx.service.upsert_cluster(spec)
+    return await _respond(ctx, request, state)
+
+
+for method, operation_id in (("POST", "createCluster"), ("PUT", "updateCluster")):
+    router.add_api_route(
+        "/clusters",
+        upsert_cluster,
+        methods=[method],
+        operation_id=operation_id,
+        dependencies=[requires(Role.ADMIN)],
+        responses=errors(400, 413, *AUTHED),
+    )
+
+
+@router.delete(
+    "/clusters/{runtimeID}",
+    dependencies=[requires(Role.ADMIN)],
+    responses=errors(400, 404, *AUTHED),
+)
+async def delete_cluster(runtime_id: RuntimeID, request: Request, ctx: Ctx) -> s.ClusterResponse:
+    """Mark the cluster for deletion (`delete_pending`); 404 for an unknown cluster."""
+    return await _respond(ctx, request, await ctx.service.delete_cluster(runtime_id))
+
+
+@router.get(
+    "/clusters/state",
+    dependencies=[requires(Role.VIEWER)],
+    responses=errors(400, 404, *AUTHED),
+)
+async def cluster_state(
+    ctx: Ctx,
+    runtime_id: Annotated[str | None, Query(alias="runtimeID")] = None,
+    scheduling_id: Annotated[str | None, Query(alias="schedulingID")] = None,
+    correlation_id: Annotated[str | None, Query(alias="correlationID")] = None,
+) -> s.ClusterStateResponse:
+    """The latest state, or the one a reconciliation / operation worked on."""
+    if not (runtime_id or scheduling_id or correlation_id):
+        raise ApiError(400, "give one of runtimeID, schedulingID, correlationID")
+    state = await ctx.service.state_by(
+        runtime_id=runtime_id, scheduling_id=scheduling_id, correlation_id=correlation_id
+    )
+    return convert.cluster_state(state)
+
+
+@router.get(
+    "/clusters/{runtimeID}/status",
+    dependencies=[requires(Role.VIEWER)],
+    responses=errors(400, 404, *AUTHED),
+)
+async def cluster_status(runtime_id: RuntimeID, request: Request, ctx: Ctx) -> s.ClusterResponse:
+    return await _respond(ctx, request, await ctx.service.cluster(runtime_id))
+
+
+@router.put(
+    "/clusters/{runtimeID}/status",
+    status_code=201,
+    dependencies=[requires(Role.OPERATOR)],
+    responses=errors(400, 404, 413, *AUTHED),
+)
+async def set_cluster_status(
+    runtime_id: RuntimeID, body: s.StatusUpdate, request: Request, ctx: Ctx
+) -> s.ClusterResponse:
+    """Disable (`reconcile_disabled`), enable (`ready`) or force a run (`reconcile_pending`)."""
+    try:
+        state = await ctx.service.set_status(runtime_id, ClusterStatus(body.status.value))
+    except (ConflictError, StatusTransitionError) as exc:
+        raise ApiError(400, str(exc)) from None
+    return await _respond(ctx, request, state)
+
+
+@router.get(
+    "/clusters/{runtimeID}/config/{configVersion}",
+    dependencies=[requires(Role.VIEWER)],
+    responses=errors(400, 404, *AUTHED),
+)
+async def cluster_config(
+    runtime_id: RuntimeID, config_version: ConfigVersion, ctx: Ctx
+) -> s.KymaConfigOut:
+    """The Kyma configuration of that version (secret values redacted)."""
+    state = await ctx.service.cluster_at(runtime_id, config_version)
+    return convert.kyma_config(state.spec.kyma_config)
+
+
+async def config_status(
+    runtime_id: RuntimeID, config_version: ConfigVersion, request: Request, ctx: Ctx
+) -> s.ClusterResponse:
+    """The `statusURL` the broker polls."""
+    return await _respond(ctx, request, await ctx.service.cluster_at(runtime_id, config_version))
+
+
+for segment in ("configs", "config"):
+    router.add_api_route(
+        f"/clusters/{{runtimeID}}/{segment}/{{configVersion}}/status",
+        config_status,
+        methods=["GET"],
+        operation_id=f"clusterStatusOf{segment.capitalize()}Version",
+        dependencies=[requires(Role.VIEWER)],
+        responses=errors(400, 404, *AUTHED),
+    )
+
+
+async def _changes(ctx: ApiContext, runtime_id: str, offset: str) -> s.StatusChangesResponse:
+    try:
+        since = parse_go_duration(offset)
+    except ValueError as exc:
+        raise ApiError(400, f"offset: {exc}") from None
+    return convert.status_changes(await ctx.service.status_changes(runtime_id, since))
+
+
+@router.get(
+    "/clusters/{runtimeID}/statusChanges",
+    dependencies=[requires(Role.VIEWER)],
+    responses=errors(400, 404, *AUTHED),
+)
+async def status_changes(
+    runtime_id: RuntimeID,
+    ctx: Ctx,
+    offset: Annotated[str, Query(description="Go duration, e.g. 168h (default)")] = DEFAULT_OFFSET,
+) -> s.StatusChangesResponse:
+    """Status history, newest first, within `offset` of now."""
+    return await _changes(ctx, runtime_id, offset)
+
+
+@router.get(
+    "/clusters/{runtimeID}/statusChanges/{offset}",
+    dependencies=[requires(Role.VIEWER)],
+    responses=errors(400, 404, *AUTHED),
+)
+async def status_changes_in_path(
+    runtime_id: RuntimeID, offset: Annotated[str, Path()], ctx: Ctx
+) -> s.StatusChangesResponse:
+    """As `statusChanges?offset=`, with the offset as a path segment (the broker's spelling)."""
+    return await _changes(ctx, runtime_id, offset)

@@ -1,0 +1,243 @@
+"""The wire format of the external API v1: request and response bodies as pydantic models.
+
+Field names are the original's JSON names (camelCase, `runtimeID`, `statusURL`, `URL`), so the
+models use them directly rather than aliases. Request bodies match field names
+case-insensitively, exact spelling first, as Go's `encoding/json` did (clients send
+`kubeConfig`), and ignore unknown fields; FastAPI renders these models as our OpenAPI document.
+Identifiers that end up in URLs (runtime ID, component names) are restricted to URL-safe text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from reconciler.model.status import ClusterStatus
+
+RUNTIME_ID = r"^[A-Za-z0-9][A-Za-z0-9._~-]*$"
+COMPONENT = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+NAMESPACE = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_case(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        names = {name.lower(): name for name in cls.model_fields}
+        folded = {key: value for key, value in data.items() if key in cls.model_fields}
+        for key, value in data.items():
+            name = names.get(key.lower()) if isinstance(key, str) else None
+            if name is not None and name not in folded:
+                folded[name] = value
+        return folded
+
+
+class ConfigEntryIn(_Input):
+    key: str = Field(min_length=1, max_length=1024)
+    value: Any = None
+    secret: bool = False
+
+
+class ComponentIn(_Input):
+    component: str = Field(min_length=1, max_length=63, pattern=COMPONENT)
+    namespace: str = Field(default="", max_length=63, pattern=NAMESPACE)
+    URL: str = Field(default="", max_length=2048)
+    version: str = Field(default="", max_length=128)
+    configuration: list[ConfigEntryIn] = Field(default_factory=list)
+
+
+class KymaConfigIn(_Input):
+    version: str = Field(min_length=1, max_length=128)
+    profile: str = Field(default="", max_length=128)
+    components: list[ComponentIn] = Field(default_factory=list)
+    administrators: list[str] = Field(default_factory=list)
+
+
+class RuntimeInputIn(_Input):
+    name: str = ""
+    description: str = ""
+
+
+class MetadataIn(_Input):
+    globalAccountID: str = ""
+    subAccountID: str = ""
+    serviceID: str = ""
+    servicePlanID: str = ""
+    servicePlanName: str = ""
+    shootName: str = ""
+    instanceID: str = ""
+    region: str = ""
+
+
+class ClusterIn(_Input):
+    """A cluster as the broker upserts it (`POST`/`PUT /v1/clusters`)."""
+
+    runtimeID: str = Field(min_length=1, max_length=256, pattern=RUNTIME_ID)
+    runtimeInput: RuntimeInputIn = Field(default_factory=RuntimeInputIn)
+    kymaConfig: KymaConfigIn
+    metadata: MetadataIn = Field(default_factory=MetadataIn)
+    kubeconfig: str = Field(
+        min_length=1, repr=False, description="A kubeconfig with inline credentials."
+    )
+
+
+class UserStatus(enum.StrEnum):
+    """The statuses a caller may set: disable, enable, force a run."""
+
+    RECONCILE_DISABLED = ClusterStatus.RECONCILE_DISABLED.value
+    READY = ClusterStatus.READY.value
+    RECONCILE_PENDING = ClusterStatus.RECONCILE_PENDING.value
+
+
+class StatusUpdate(_Input):
+    status: UserStatus
+
+
+class OperationStop(_Input):
+    reason: str = Field(default="", max_length=4096)
+
+
+# ------------------------------------------------------------------------------ responses
+class ErrorBody(BaseModel):
+    error: str
+
+
+class FailureOut(BaseModel):
+    component: str
+    reason: str
+
+
+class ClusterResponse(BaseModel):
+    cluster: str
+    clusterVersion: int
+    configurationVersion: int
+    status: ClusterStatus
+    statusURL: str
+    failures: list[FailureOut] = Field(default_factory=list)
+
+
+class ConfigEntryOut(BaseModel):
+    key: str
+    value: Any = Field(description="The value; `<redacted>` for secret entries.")
+    secret: bool
+
+
+class ComponentOut(BaseModel):
+    component: str
+    namespace: str
+    URL: str
+    version: str
+    configuration: list[ConfigEntryOut]
+
+
+class KymaConfigOut(BaseModel):
+    version: str
+    profile: str
+    components: list[ComponentOut]
+    administrators: list[str]
+
+
+class RuntimeInputOut(BaseModel):
+    name: str
+    description: str
+
+
+class MetadataOut(BaseModel):
+    globalAccountID: str
+    subAccountID: str
+    serviceID: str
+    servicePlanID: str
+    servicePlanName: str
+    shootName: str
+    instanceID: str
+    region: str
+
+
+class ClusterStateCluster(BaseModel):
+    version: int
+    runtimeID: str
+    runtime: RuntimeInputOut
+    metadata: MetadataOut
+    contract: int
+
+
+class ClusterStateConfiguration(BaseModel):
+    version: int
+    runtimeID: str
+    clusterVersion: int
+    kymaVersion: str
+    kymaProfile: str
+    components: list[ComponentOut]
+    administrators: list[str]
+    contract: int
+    deleted: bool
+
+
+class ClusterStateStatus(BaseModel):
+    runtimeID: str
+    clusterVersion: int
+    configVersion: int
+    status: ClusterStatus
+    deleted: bool
+    created: dt.datetime
+
+
+class ClusterStateResponse(BaseModel):
+    cluster: ClusterStateCluster
+    configuration: ClusterStateConfiguration
+    status: ClusterStateStatus
+
+
+class StatusChangeOut(BaseModel):
+    started: dt.datetime
+    duration: int = Field(description="Nanoseconds (Go's time.Duration).")
+    status: ClusterStatus
+
+
+class StatusChangesResponse(BaseModel):
+    statusChanges: list[StatusChangeOut]
+
+
+class ReconciliationOut(BaseModel):
+    lock: str = Field(description="The runtime ID while the reconciliation runs, else empty.")
+    runtimeID: str
+    shootName: str
+    schedulingID: str
+    created: dt.datetime
+    updated: dt.datetime
+    status: ClusterStatus
+    finished: bool
+
+
+class OperationOut(BaseModel):
+    priority: int
+    schedulingID: str
+    correlationID: str
+    component: str
+    state: str
+    reason: str
+    created: dt.datetime
+    updated: dt.datetime
+    type: str
+
+
+class ReconciliationInfo(BaseModel):
+    runtimeID: str
+    schedulingID: str
+    configVersion: int
+    created: dt.datetime
+    updated: dt.datetime
+    status: ClusterStatus
+    finished: bool
+    operations: list[OperationOut]
+
+
+class HealthOut(BaseModel):
+    status: str

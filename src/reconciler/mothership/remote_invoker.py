@@ -1,0 +1,112 @@
+"""Hands operations to component reconciler services (`POST /v1/run`); results come back as
+callbacks to `/v1/operations/{schedulingID}/callback/{correlationID}`.
+
+The component decides the service (`component_reconcilers[component]`, else `[base]`). A busy
+service (429) or an unavailable one (5xx, connection refused) is retried a few times with
+backoff within one claim; a still-busy pool hands the operation back without counting an attempt,
+an unavailable one counts as a transient failure. The kubeconfig travels only in the request
+body (TLS when the URL is https), never in logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+import structlog
+
+from reconciler.model.cluster import ClusterState
+from reconciler.model.operation import Operation
+from reconciler.model.remote import RemoteTask
+from reconciler.mothership.invoker import InvokeResult, Progress
+from reconciler.mothership.planner import Planner
+from reconciler.mothership.settings import Settings
+from reconciler.observability.metrics import Metrics
+from reconciler.remote.client import ComponentReconcilerClient, RunStatus
+
+log = structlog.get_logger()
+MAX_BACKOFF = 5.0
+
+
+class RemoteInvoker:
+    def __init__(
+        self, planner: Planner, settings: Settings, metrics: Metrics | None = None
+    ) -> None:
+        self.planner = planner
+        self.settings = settings
+        self.metrics = metrics
+        self._clients: dict[str, ComponentReconcilerClient] = {}
+
+    def _client(self, url: str) -> ComponentReconcilerClient:
+        if url not in self._clients:
+            verify: ssl.SSLContext | str | bool = True
+            if self.settings.component_reconciler_ca_file is not None:
+                verify = ssl.create_default_context(
+                    cafile=str(self.settings.component_reconciler_ca_file)
+                )
+            self._clients[url] = ComponentReconcilerClient(
+                url, token=self.settings.component_reconciler_token, verify=verify
+            )
+        return self._clients[url]
+
+    def url_for(self, component: str) -> str | None:
+        pools = self.settings.component_reconcilers
+        return pools.get(component) or pools.get("base")
+
+    async def invoke(self, op: Operation, state: ClusterState, progress: Progress) -> InvokeResult:
+        url = self.url_for(op.component)
+        if url is None:
+            return InvokeResult(
+                False,
+                f"component {op.component}: no component reconciler configured "
+                "(setting component_reconcilers, key 'base' for the fallback)",
+            )
+        callback = (
+            f"{self.settings.callback_url.rstrip('/')}/v1/operations/"
+            f"{op.scheduling_id}/callback/{op.correlation_id}"
+        )
+        task = RemoteTask.of(
+            self.planner.task(state, op, timeout=self.settings.operation_timeout),
+            kubeconfig=state.spec.kubeconfig,
+            callback_url=callback,
+            max_retries=self.settings.max_retries,
+        )
+        client = self._client(url)
+        delay = 0.2
+        last = RunStatus.UNAVAILABLE
+        reason = ""
+        for _ in range(max(self.settings.remote_attempts, 1)):
+            result = await client.run(task)
+            if self.metrics is not None and result.occupancy is not None:
+                self.metrics.occupancy_remote.labels(pool=url).set(result.occupancy)
+            if result.accepted:
+                return InvokeResult(False, pending=True)
+            if result.status is RunStatus.REJECTED:
+                return InvokeResult(
+                    False, f"component {op.component}: rejected by {url}: {result.error}"
+                )
+            last, reason = result.status, result.error
+            await asyncio.sleep(min(result.retry_after or delay, MAX_BACKOFF))
+            delay = min(delay * 2, MAX_BACKOFF)
+        log.warning(
+            "component reconciler not taking work",
+            pool=url,
+            status=last.value,
+            component=op.component,
+            correlation_id=op.correlation_id,
+        )
+        if last is RunStatus.BUSY:
+            return InvokeResult(
+                False,
+                f"component reconciler {url} is busy",
+                requeue_after=self.settings.retry_backoff,
+            )
+        return InvokeResult(
+            False,
+            f"component {op.component}: component reconciler {url} unavailable: {reason}",
+            transient=True,
+        )
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
