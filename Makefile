@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 .PHONY: help setup testbed lint typecheck test demo demo-down clean
 
 help:
-	@echo "make demo   start a local dev cluster and deploy the sample component set to it"
+	@echo "make demo   dev cluster + sample component set (CLI), then the mothership reconciling it"
 	@echo "make test   lint, type-check and run the whole test suite against the real test bed"
 
 $(VENV)/.installed: pyproject.toml constraints.txt examples/actions/pyproject.toml
@@ -36,13 +36,18 @@ test: testbed lint typecheck
 DEMO_DIR ?= $(HOME)/.cache/reconciler/dev-cluster
 
 demo: testbed
-	$(BIN)/reconciler dev-cluster up --dir $(DEMO_DIR)
-	$(BIN)/reconciler deploy --kubeconfig $(DEMO_DIR)/kubeconfig --workspace examples/kyma-like --profile evaluation
-	@echo "Deployed. Try: $(BIN)/reconciler diff --kubeconfig $(DEMO_DIR)/kubeconfig -w examples/kyma-like"
-	@echo "Stop with: make demo-down"
+	BIN=$(BIN) DEMO_DIR=$(DEMO_DIR) scripts/demo.sh
 
 demo-down: setup
+	-@if [ -f $(DEMO_DIR)/mothership.pid ]; then kill $$(cat $(DEMO_DIR)/mothership.pid) 2>/dev/null; rm -f $(DEMO_DIR)/mothership.pid; fi
 	$(BIN)/reconciler dev-cluster down --dir $(DEMO_DIR)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+.PHONY: bench
+# Benchmarks (docs/benchmarks.md): each starts its own test-bed cluster and prints its ratios
+# and peak memory; results are kept in benchmarks/results/ (git-ignored).
+bench: testbed
+	$(PY) benchmarks/bench_apply_vs_helm.py
+	$(PY) benchmarks/bench_fanout.py

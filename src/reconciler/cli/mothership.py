@@ -88,3 +88,47 @@ def run(
     except ReconcilerError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
+
+
+@app.command()
+def serve(
+    config: ConfigFile = None,
+    database_url: DatabaseUrl = None,
+    workspace: Annotated[
+        Path | None, typer.Option("--workspace", help="Workspace for every Kyma version.")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    cert_file: Annotated[Path | None, typer.Option(help="TLS certificate (PEM).")] = None,
+    key_file: Annotated[Path | None, typer.Option(help="TLS private key (PEM).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Operations at once.")] = None,
+    migrate_on_start: Annotated[
+        bool, typer.Option("--migrate/--no-migrate", help="Migrate the schema on start.")
+    ] = True,
+) -> None:
+    """REST API + engine in one process (embedded default: SQLite, in-process reconciler).
+
+    Authentication comes from RECONCILER_API_* settings (token file or OIDC); it can be
+    switched off only explicitly (RECONCILER_API_AUTH=none). SIGTERM stops gracefully: running
+    operations are handed back and resumed by the next start (or another instance).
+    """
+    from reconciler.mothership.server import run_server
+
+    configure_logging(json_lines=True)
+    settings = load(
+        config,
+        database_url,
+        workspace=workspace,
+        workers=workers,
+        migrate_on_start=migrate_on_start,
+    )
+    if (cert_file is None) != (key_file is None):
+        typer.secho("error: --cert-file and --key-file go together", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    try:
+        asyncio.run(
+            run_server(settings, host=host, port=port, cert_file=cert_file, key_file=key_file)
+        )
+    except ReconcilerError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from reconciler.charts.workspace import Workspace
 from reconciler.errors import ReconcilerError
-from reconciler.model.cluster import ClusterState, ComponentConfig
+from reconciler.model.cluster import ClusterSpec, ClusterState, ComponentConfig
 from reconciler.model.component import CRDS_COMPONENT, ComponentSet, ComponentSpec
 from reconciler.model.operation import Operation, PlannedOperation
 from reconciler.model.plan import Plan, plan_components
@@ -79,6 +79,30 @@ class Planner:
             )
         except ValueError as exc:
             raise PlanningError(f"cluster {state.runtime_id}: {exc}") from None
+
+    def validate(self, spec: ClusterSpec) -> None:
+        """Refuse a configuration the mothership could not reconcile: a component without a
+        chart (no URL, and the version's workspace does not know it) or an invalid set."""
+        kyma = spec.kyma_config
+        workspace = self.workspace(kyma.version)
+        known = self._known(workspace)
+        for component in kyma.components:
+            if component.url:
+                continue
+            if workspace is None:
+                raise PlanningError(
+                    f"component {component.component} has no URL and no workspace is "
+                    f"configured for Kyma version {kyma.version}"
+                )
+            in_set = known is not None and component.component in known.names()
+            if not in_set and not (workspace.root / "resources" / component.component).is_dir():
+                raise PlanningError(
+                    f"unknown component {component.component!r} for Kyma version {kyma.version}"
+                )
+        names = [c.component for c in kyma.components]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise PlanningError(f"components listed more than once: {', '.join(duplicates)}")
 
     def plan(self, state: ClusterState, task_type: OperationType) -> Plan:
         components = self.component_set(state)
