@@ -1,16 +1,18 @@
 """Hands operations to component reconciler services (`POST /v1/run`); results come back as
 callbacks to `/v1/operations/{schedulingID}/callback/{correlationID}`.
 
-The component decides the service (`component_reconcilers[component]`, else `[base]`). A busy
-service (429) or an unavailable one (5xx, connection refused) is retried a few times with
-backoff within one claim; a still-busy pool hands the operation back without counting an attempt,
-an unavailable one counts as a transient failure. The kubeconfig travels only in the request
-body (TLS when the URL is https), never in logs.
+The component decides the service (`component_reconcilers[component]`, else `[base]`); a value
+may list several URLs separated by commas, which are used in turn (and the next one is tried
+when one is busy or down). A busy service (429) or an unavailable one (5xx, connection refused)
+is retried a few times with backoff within one claim; a still-busy pool hands the operation back
+without counting an attempt, an unavailable one counts as a transient failure. The kubeconfig
+travels only in the request body (TLS when the URL is https), never in logs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import ssl
 
 import structlog
@@ -36,6 +38,7 @@ class RemoteInvoker:
         self.settings = settings
         self.metrics = metrics
         self._clients: dict[str, ComponentReconcilerClient] = {}
+        self._turn = itertools.count()
 
     def _client(self, url: str) -> ComponentReconcilerClient:
         if url not in self._clients:
@@ -49,13 +52,14 @@ class RemoteInvoker:
             )
         return self._clients[url]
 
-    def url_for(self, component: str) -> str | None:
+    def urls_for(self, component: str) -> list[str]:
         pools = self.settings.component_reconcilers
-        return pools.get(component) or pools.get("base")
+        configured = pools.get(component) or pools.get("base") or ""
+        return [url.strip() for url in configured.split(",") if url.strip()]
 
     async def invoke(self, op: Operation, state: ClusterState, progress: Progress) -> InvokeResult:
-        url = self.url_for(op.component)
-        if url is None:
+        urls = self.urls_for(op.component)
+        if not urls:
             return InvokeResult(
                 False,
                 f"component {op.component}: no component reconciler configured "
@@ -71,12 +75,13 @@ class RemoteInvoker:
             callback_url=callback,
             max_retries=self.settings.max_retries,
         )
-        client = self._client(url)
+        first = next(self._turn)
         delay = 0.2
         last = RunStatus.UNAVAILABLE
         reason = ""
-        for _ in range(max(self.settings.remote_attempts, 1)):
-            result = await client.run(task)
+        for attempt in range(max(self.settings.remote_attempts, 1)):
+            url = urls[(first + attempt) % len(urls)]
+            result = await self._client(url).run(task)
             if self.metrics is not None and result.occupancy is not None:
                 self.metrics.occupancy_remote.labels(pool=url).set(result.occupancy)
             if result.accepted:
