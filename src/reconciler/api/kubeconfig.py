@@ -105,7 +105,7 @@ def connect_check(timeout: float) -> KubeconfigCheck:
     async def check(kubeconfig: str) -> None:
         try:
             cluster = await asyncio.wait_for(
-                Cluster.connect(as_text(kubeconfig), timeout=timeout), timeout
+                Cluster.connect(kubeconfig, text=True, timeout=timeout), timeout
             )
         except TimeoutError:
             raise ClusterUnreachable(

@@ -35,16 +35,18 @@ class KubeApiError(ReconcilerError):
         self.reason = reason
 
 
-def load_kubeconfig(source: KubeconfigSource) -> SingleConfig:
+def load_kubeconfig(source: KubeconfigSource, *, text: bool = False) -> SingleConfig:
     """Read a kubeconfig from a file path, from YAML text, or (None) from the environment.
 
-    None means: `$KUBECONFIG` / `~/.kube/config`, else the in-cluster service account. Errors
-    name the problem, never the content (a kubeconfig is a secret).
+    None means: `$KUBECONFIG` / `~/.kube/config`, else the in-cluster service account. A `str`
+    is a path unless it spans lines; with `text=True` it is always content (kubeconfigs that
+    come from API clients must never be taken for a path on this host). Errors name the problem,
+    never the content (a kubeconfig is a secret).
     """
     try:
         if source is None:
             config = KubeConfig.from_env()
-        elif isinstance(source, Path) or "\n" not in source:
+        elif isinstance(source, Path) or ("\n" not in source and not text):
             path = Path(source).expanduser()
             if not path.is_file():
                 raise KubeconfigError(f"kubeconfig file {path} does not exist")
@@ -95,8 +97,10 @@ class KubeClient:
         self._http = httpx2.AsyncClient(**params)
 
     @classmethod
-    def from_kubeconfig(cls, source: KubeconfigSource, **kwargs: Any) -> KubeClient:
-        return cls(load_kubeconfig(source), **kwargs)
+    def from_kubeconfig(
+        cls, source: KubeconfigSource, *, text: bool = False, **kwargs: Any
+    ) -> KubeClient:
+        return cls(load_kubeconfig(source, text=text), **kwargs)
 
     async def __aenter__(self) -> KubeClient:
         return self

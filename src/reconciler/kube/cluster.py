@@ -37,9 +37,13 @@ class Cluster:
         return self._version
 
     @classmethod
-    async def connect(cls, kubeconfig: KubeconfigSource, **kwargs: Any) -> Cluster:
-        """Build a client and prove the apiserver answers (ClusterUnreachable otherwise)."""
-        cluster = cls(KubeClient.from_kubeconfig(kubeconfig, **kwargs))
+    async def connect(
+        cls, kubeconfig: KubeconfigSource, *, text: bool = False, **kwargs: Any
+    ) -> Cluster:
+        """Build a client and prove the apiserver answers (ClusterUnreachable otherwise).
+
+        `text=True`: `kubeconfig` is the content itself, never a path (input from clients)."""
+        cluster = cls(KubeClient.from_kubeconfig(kubeconfig, text=text, **kwargs))
         try:
             await cluster.version()
         except BaseException:

@@ -80,7 +80,12 @@ class Scheduler:
             await self._fail_planning(head, task_type)
             return False
         scheduling_id = await self.repo.create(
-            head.runtime_id, state.cluster_version, state.config_version, task_type, planned
+            head.runtime_id,
+            state.cluster_version,
+            state.config_version,
+            task_type,
+            planned,
+            seen=(head.status, head.status_changed),
         )
         if scheduling_id is None:
             return False  # another reconciliation is active (or another instance won)

@@ -32,7 +32,11 @@ def configure_logging(*, json_lines: bool = True, level: str = "INFO") -> None:
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer()
         if json_lines
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        else structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(),
+            # rich tracebacks would print local variables: request bodies, secret values
+            exception_formatter=structlog.dev.plain_traceback,
+        )
     )
     structlog.configure(
         processors=[*processors, structlog.processors.format_exc_info, renderer],

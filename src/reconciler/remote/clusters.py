@@ -46,12 +46,12 @@ class ClientCache:
         key = hashlib.sha256(kubeconfig.encode()).hexdigest()
         entry = self._entries.get(key)
         if entry is None:
-            entry = _Entry(KubeClient.from_kubeconfig(kubeconfig))
+            entry = _Entry(KubeClient.from_kubeconfig(kubeconfig, text=True))
             self._entries[key] = entry
         entry.users += 1
         try:
             cluster = Cluster(entry.client)
-            await cluster.client.version()
+            await cluster.version()
             yield cluster
         finally:
             entry.users -= 1

@@ -18,13 +18,19 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from reconciler.errors import NotFoundError
+from reconciler.errors import ConflictError, NotFoundError
 from reconciler.model.cluster import ClusterSpec, ClusterState, KymaConfig, Metadata, RuntimeInput
 from reconciler.model.status import ClusterStatus, transition
 from reconciler.store.crypto import Cipher
 from reconciler.store.tables import cluster_configs, cluster_heads, cluster_statuses, clusters
 
 Clock = Callable[[], dt.datetime]
+
+
+class StaleStatus(ConflictError):
+    """The cluster's status changed since the caller read it."""
+
+
 _ENCRYPTED = "$encrypted"
 
 
@@ -109,16 +115,22 @@ class InventoryRepository:
         *,
         config_version: int | None = None,
         conn: AsyncConnection | None = None,
+        seen: tuple[ClusterStatus, dt.datetime] | None = None,
     ) -> ClusterState:
-        """Move the cluster's status along the state machine (StatusTransitionError if not)."""
+        """Move the cluster's status along the state machine (StatusTransitionError if not).
+
+        With `seen`, only if the status is still the one (and as old as) the caller read:
+        StaleStatus otherwise, so two schedulers never act on the same status twice."""
         if conn is None:
             async with self.engine.begin() as own:
                 return await self.set_status(
-                    runtime_id, status, config_version=config_version, conn=own
+                    runtime_id, status, config_version=config_version, conn=own, seen=seen
                 )
         head = await self._head(conn, runtime_id, lock=True)
         if head is None:
             raise NotFoundError(f"cluster {runtime_id} not found")
+        if seen is not None and (head.status, head.status_changed) != seen:
+            raise StaleStatus(f"cluster {runtime_id} changed since it was read")
         if head.status is status and config_version in (None, head.config_version):
             return await self._state(conn, head)
         transition(head.status, status)
@@ -321,6 +333,10 @@ class InventoryRepository:
             spec=spec,
             deleted=bool(config_row["deleted"]),
         )
+
+    async def head_status(self, runtime_id: str, conn: AsyncConnection) -> ClusterStatus | None:
+        head = await self._head(conn, runtime_id, lock=True)
+        return head.status if head else None
 
     async def latest(self, runtime_id: str) -> ClusterState:
         async with self.engine.connect() as conn:

@@ -21,7 +21,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from reconciler.errors import ConflictError, NotFoundError
 from reconciler.model.operation import Operation, PlannedOperation, Reconciliation
 from reconciler.model.status import CLAIMABLE, ClusterStatus, OperationState, OperationType
-from reconciler.store.inventory import Clock, InventoryRepository, _aware, utcnow
+from reconciler.store.inventory import (
+    Clock,
+    InventoryRepository,
+    StaleStatus,
+    _aware,
+    utcnow,
+)
 from reconciler.store.tables import operations, reconciliations
 
 FINAL = [s.value for s in OperationState if s.final]
@@ -80,9 +86,13 @@ class ReconciliationRepository:
         config_version: int,
         task_type: OperationType,
         planned: Sequence[PlannedOperation],
+        *,
+        seen: tuple[ClusterStatus, dt.datetime] | None = None,
     ) -> str | None:
         """Create the reconciliation and its operations and move the cluster to
-        reconciling/deleting, all in one transaction; None when one is already active."""
+        reconciling/deleting, all in one transaction; None when one is already active, or
+        when the cluster's status is no longer the one the caller `seen` (another instance
+        got there first)."""
         scheduling_id = f"{runtime_id}--{uuid.uuid4()}"
         status = (
             ClusterStatus.DELETING
@@ -93,7 +103,7 @@ class ReconciliationRepository:
         try:
             async with self.engine.begin() as conn:
                 state = await self.inventory.set_status(
-                    runtime_id, status, config_version=config_version, conn=conn
+                    runtime_id, status, config_version=config_version, conn=conn, seen=seen
                 )
                 await conn.execute(
                     reconciliations.insert().values(
@@ -134,7 +144,7 @@ class ReconciliationRepository:
                             for op in planned
                         ],
                     )
-        except IntegrityError:
+        except (IntegrityError, StaleStatus):
             return None
         return scheduling_id
 
@@ -323,6 +333,9 @@ class ReconciliationRepository:
                 .values(lock=None, status=status.value, updated=self.clock())
             )
             if released.rowcount == 1:
+                current = await self.inventory.head_status(reconciliation.runtime_id, conn)
+                if current is ClusterStatus.RECONCILE_DISABLED and not status.deleting:
+                    return  # disabled while it ran: it stays disabled
                 await self.inventory.set_status(reconciliation.runtime_id, status, conn=conn)
 
     async def get(self, scheduling_id: str) -> tuple[Reconciliation, list[Operation]]:
