@@ -45,6 +45,9 @@ EXPECTED_ROLES = {
     ("DELETE", "/v1/reconciliations/cluster/{runtimeID}"): Role.ADMIN,
     ("POST", "/v1/operations/{schedulingID}/{correlationID}/stop"): Role.OPERATOR,
     ("PUT", "/v1/operations/{schedulingID}/{correlationID}/debug"): Role.OPERATOR,
+    ("GET", "/v1/clusters"): Role.VIEWER,
+    # component reconcilers: the operator role when no callback token is configured
+    ("POST", "/v1/operations/{schedulingID}/callback/{correlationID}"): Role.OPERATOR,
 }
 PARAMS = {
     "runtimeID": "rt-auth",
@@ -57,6 +60,7 @@ BODIES: dict[str, Any] = {
     "/v1/clusters": cluster_body("rt-auth"),
     "/v1/clusters/{runtimeID}/status": {"status": "reconcile_disabled"},
     "/v1/operations/{schedulingID}/{correlationID}/stop": {"reason": "test"},
+    "/v1/operations/{schedulingID}/callback/{correlationID}": {"status": "running"},
 }
 
 

@@ -21,7 +21,7 @@ from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
 from reconciler.api.errors import ErrorMiddleware, install_error_handlers
 from reconciler.api.kubeconfig import KubeconfigCheck, connect_check
 from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware
-from reconciler.api.routes import clusters, health, operations, reconciliations
+from reconciler.api.routes import callbacks, clusters, health, operations, reconciliations
 from reconciler.api.settings import ApiSettings
 from reconciler.model.cluster import ClusterSpec
 from reconciler.mothership.service import MothershipService
@@ -93,6 +93,7 @@ def create_app(
     v1 = APIRouter(prefix="/v1")
     for module in (clusters, reconciliations, operations):
         v1.include_router(module.router)
+    v1.include_router(callbacks.router(settings, orphan_timeout=settings.callback_orphan_timeout))
     app.include_router(v1)
     app.include_router(health.router)
 

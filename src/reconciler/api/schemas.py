@@ -123,6 +123,16 @@ class ClusterResponse(BaseModel):
     failures: list[FailureOut] = Field(default_factory=list)
 
 
+class ClusterListItem(BaseModel):
+    """One entry of `GET /v1/clusters` (an addition of this implementation)."""
+
+    runtimeID: str
+    status: ClusterStatus
+    clusterVersion: int
+    configurationVersion: int
+    statusChanged: dt.datetime
+
+
 class ConfigEntryOut(BaseModel):
     key: str
     value: Any = Field(description="The value; `<redacted>` for secret entries.")

@@ -51,6 +51,12 @@ class ApiSettings(BaseSettings):
     oidc_jwks_min_refresh: float = 30.0
     oidc_http_timeout: float = 10.0
 
+    # component reconciler callbacks
+    callback_token: str = Field(default="", repr=False)
+    """Bearer token component reconcilers send on callbacks (empty: operator role needed)."""
+    callback_orphan_timeout: float = 60.0
+    """How long a `failed` operation waits for its component reconciler's next attempt."""
+
     # input validation
     max_body_bytes: int = 100 * 1024
     kubeconfig_timeout: float = 10.0

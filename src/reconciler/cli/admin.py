@@ -77,14 +77,14 @@ def cluster_list(
 ) -> None:
     """All clusters with status and versions."""
     data = _call("GET", url, "/v1/clusters", token, ca_file)
-    table = Table("runtime", "status", "cluster v", "config v", "kyma")
+    table = Table("runtime", "status", "cluster v", "config v", "since")
     for item in data:
         table.add_row(
             item["runtimeID"],
             item["status"],
             str(item["clusterVersion"]),
             str(item["configurationVersion"]),
-            item.get("kymaVersion", ""),
+            item["statusChanged"],
         )
     _print(data, output, table)
 

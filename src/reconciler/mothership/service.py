@@ -16,7 +16,7 @@ from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.remote import CallbackMessage
 from reconciler.model.status import ClusterStatus, OperationState
 from reconciler.mothership.notifier import Notifier
-from reconciler.store.inventory import InventoryRepository, StatusChange
+from reconciler.store.inventory import Head, InventoryRepository, StatusChange
 from reconciler.store.reconciliations import ReconciliationRepository
 
 S = ClusterStatus
@@ -50,6 +50,12 @@ class MothershipService:
         state = await self.inventory.set_status(runtime_id, S.DELETE_PENDING)
         await self.notifier.notify("clusters")
         return state
+
+    async def clusters(self) -> list[Head]:
+        """Every cluster that is not deleted: latest versions and status."""
+        return await self.inventory.heads(
+            [s for s in ClusterStatus if s is not S.DELETED], limit=1_000_000
+        )
 
     async def cluster(self, runtime_id: str) -> ClusterState:
         return await self.inventory.latest(runtime_id)

@@ -34,6 +34,27 @@ ConfigVersion = Annotated[int, Path(alias="configVersion", ge=1, le=2**63 - 1)]
 DEFAULT_OFFSET = "168h"
 
 
+@router.get(
+    "/clusters",
+    response_model=list[s.ClusterListItem],
+    responses=errors(*AUTHED),
+    dependencies=[requires(Role.VIEWER)],
+)
+async def list_clusters(ctx: Ctx) -> list[s.ClusterListItem]:
+    """Every cluster that is not deleted, with its latest versions and (public) status. Not in
+    the original API; the admin CLI's `cluster list` uses it."""
+    return [
+        s.ClusterListItem(
+            runtimeID=head.runtime_id,
+            status=head.status.public,
+            clusterVersion=head.cluster_version,
+            configurationVersion=head.config_version,
+            statusChanged=head.status_changed,
+        )
+        for head in await ctx.service.clusters()
+    ]
+
+
 async def _respond(ctx: ApiContext, request: Request, state: ClusterState) -> s.ClusterResponse:
     failures = await ctx.service.failures(state)
     return convert.cluster_response(state, failures, ctx.base_url(request))

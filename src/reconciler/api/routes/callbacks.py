@@ -1,0 +1,71 @@
+"""`POST /v1/operations/{schedulingID}/callback/{correlationID}`: component reconcilers report
+progress (`running`, `failed`) and results (`success`, `error`) of the operations they run.
+
+Only component reconcilers may call it: with a `callback_token` configured, exactly that bearer
+token (compared in constant time) and nothing else; without one, the caller needs the operator
+role. A callback for an unknown operation is 404, for a final one 400 (the component reconciler
+then stops working on it).
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response
+
+from reconciler.api.auth import CHALLENGE, Role, bearer_token, requires
+from reconciler.api.context import ApiContext, context
+from reconciler.api.errors import ApiError
+from reconciler.api.routes import errors
+from reconciler.api.settings import ApiSettings
+from reconciler.errors import ConflictError
+from reconciler.model.remote import CallbackMessage
+
+Ctx = Annotated[ApiContext, Depends(context)]
+SchedulingID = Annotated[str, Path(alias="schedulingID", min_length=1)]
+CorrelationID = Annotated[str, Path(alias="correlationID", min_length=1)]
+
+
+def _token_check(expected: str) -> Any:
+    async def check(request: Request) -> None:
+        given = bearer_token(request.scope) or ""
+        if not given:
+            raise HTTPException(401, "missing bearer token", headers=CHALLENGE)
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise HTTPException(403, "not a component reconciler token")
+
+    return Depends(check)
+
+
+def router(settings: ApiSettings, *, orphan_timeout: float) -> APIRouter:
+    """The callback route, guarded by the callback token when one is configured."""
+    guard = (
+        _token_check(settings.callback_token)
+        if settings.callback_token
+        else requires(Role.OPERATOR)
+    )
+    api = APIRouter(tags=["internal"])
+
+    @api.post(
+        "/operations/{schedulingID}/callback/{correlationID}",
+        response_class=Response,
+        responses={200: {"description": "Recorded"}, **errors(400, 401, 403, 404, 413, 500)},
+        dependencies=[guard],
+    )
+    async def callback(
+        scheduling_id: SchedulingID,
+        correlation_id: CorrelationID,
+        body: CallbackMessage,
+        ctx: Ctx,
+    ) -> Response:
+        """Record a component reconciler's heartbeat or result for one operation."""
+        try:
+            await ctx.service.callback(
+                scheduling_id, correlation_id, body, orphan_timeout=orphan_timeout
+            )
+        except ConflictError as exc:
+            raise ApiError(400, str(exc)) from None
+        return Response(status_code=200)
+
+    return api
