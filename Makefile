@@ -24,8 +24,8 @@ testbed: setup
 	$(PY) -c "from reconciler.devcluster.postgres import ensure_installed; ensure_installed()"
 
 lint: setup
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 typecheck: setup
 	$(BIN)/mypy

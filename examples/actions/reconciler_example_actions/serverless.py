@@ -1,10 +1,11 @@
 """The `serverless` component's custom action: record what reconciled it, and which version.
 
-It shows the smallest useful action: a `post_reconcile` hook that applies a ConfigMap through the
-context's cluster client, and a `pre_delete` hook that removes it again (the reconciler only deletes
-what the chart renders, and never a namespace that still holds objects it does not own). It deliberately does not import the reconciler: the context is described
-by the small protocols below (structural typing), so the package installs and type-checks on its
-own, and only the attributes it really uses are part of its contract.
+It shows the smallest useful action: a `post_reconcile` hook that applies a ConfigMap through
+the context's cluster client, and a `pre_delete` hook that removes it again (the reconciler only
+deletes what the chart renders, and never a namespace that still holds objects it does not own).
+It deliberately does not import the reconciler: the context is described by the small protocols
+below (structural typing), so the package installs and type-checks on its own, and only the
+attributes it really uses are part of its contract.
 """
 
 from __future__ import annotations
@@ -81,7 +82,6 @@ class ServerlessAction:
             namespace=task.namespace,
             version=version,
         )
-
 
     async def pre_delete(self, ctx: ActionContext) -> None:
         task = ctx.task
