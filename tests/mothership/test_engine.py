@@ -201,3 +201,23 @@ async def test_every_operation_runs_exactly_once_in_priority_order(
     )
     assert {op.state for op in ops} == {OperationState.DONE}
     assert not rec.active
+
+
+async def test_scheduler_keeps_at_most_the_configured_number_of_runs_active(
+    tmp_path: Path,
+) -> None:
+    from tests.api.support import Gate
+
+    gate = Gate("istio")
+    engine = Engine(
+        settings(tmp_path, workspace=None, max_active_reconciliations=2), invoker=gate.factory
+    )
+    async with engine:
+        for i in range(5):
+            await engine.service.upsert_cluster(url_spec(f"rt-bp-{i}"))
+        await gate.entered.wait()
+        await engine.scheduler.sweep()
+        assert await engine.repo.active_count() == 2
+        gate.release.set()
+        for i in range(5):
+            await wait_for(engine, f"rt-bp-{i}", {S.READY}, timeout=30)

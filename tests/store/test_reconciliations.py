@@ -157,3 +157,17 @@ async def test_purge_keeps_active_and_the_latest_reconciliations(
     remaining = {r.scheduling_id for r in await repo.list(runtime_ids=["rt-1"])}
     assert active in remaining
     assert len(remaining) == 2
+
+
+async def test_an_operation_that_goes_silent_too_often_ends_as_an_error(
+    inventory: InventoryRepository, repo: ReconciliationRepository
+) -> None:
+    await reconciliation(inventory, repo)
+    (op,) = await repo.claim("w1", 10)
+    assert await repo.orphan_stale(dt.timedelta(0), max_retries=1) == 1  # first silence
+    (again,) = await repo.claim("w2", 10)
+    assert again.key == op.key
+    assert await repo.orphan_stale(dt.timedelta(0), max_retries=1) == 0  # second: given up
+    given_up = await repo.operation(*op.key)
+    assert given_up.state is OS.ERROR
+    assert "2 times" in given_up.reason

@@ -3,8 +3,10 @@
 `reconcile_pending` / `delete_pending` clusters are picked up as soon as a change wakes the
 scheduler (in-process event, or LISTEN/NOTIFY on PostgreSQL); `ready` clusters whose status is
 older than the reconcile interval, and `*_error_retryable` ones older than the retry interval, on
-the periodic sweep, which is also the safety net for lost wake-ups. Creating a reconciliation
-takes the cluster's lock; a second scheduler (another instance) simply loses that race.
+the periodic sweep, which is also the safety net for lost wake-ups. Pending clusters come first,
+and no more than `max_active_reconciliations` run at once, so the operation queue stays short at
+any fleet size. Creating a reconciliation takes the cluster's lock; a second scheduler (another
+instance) simply loses that race.
 """
 
 from __future__ import annotations
@@ -61,12 +63,13 @@ class Scheduler:
             [S.RECONCILE_ERROR_RETRYABLE, S.DELETE_ERROR_RETRYABLE],
             changed_before=now - dt.timedelta(seconds=self.settings.retry_interval),
         )
+        active = await self.repo.active_count()
+        room = max(self.settings.max_active_reconciliations - active, 0)
         created = 0
-        for head in due:
+        for head in due[:room]:
             if await self.schedule(head):
                 created += 1
-        if created:
-            await self.notifier.notify("operations")
+                await self.notifier.notify("operations")  # workers start on it at once
         return created
 
     async def schedule(self, head: Head) -> bool:

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     """Seconds after which a ready cluster is reconciled again (drift)."""
     sweep_interval: float = 5.0
     """Safety-net interval of the scheduler; changes wake it at once."""
+    max_active_reconciliations: int = 500
+    """Back-pressure: the scheduler starts no more runs while this many are active (all
+    instances together), so the queue stays short however many clusters are due."""
     retry_interval: float = 60.0
     """Seconds before a `*_error_retryable` cluster is tried again."""
 

@@ -253,17 +253,30 @@ class ReconciliationRepository:
             )
             return result.rowcount == 1
 
-    async def orphan_stale(self, older_than: dt.timedelta) -> int:
-        """In-progress operations without a sign of life for `older_than` become `orphan`."""
+    async def orphan_stale(self, older_than: dt.timedelta, max_retries: int = 3) -> int:
+        """In-progress operations without a sign of life for `older_than` become `orphan` (and
+        count an attempt); one that went silent more than `max_retries` times ends as an error,
+        so an operation that kills its worker every time cannot loop forever."""
         cutoff = self.clock() - older_than
+        silent = (
+            operations.update()
+            .where(operations.c.state == OperationState.IN_PROGRESS.value)
+            .where(operations.c.updated < cutoff)
+        )
         async with self.engine.begin() as conn:
+            await conn.execute(
+                silent.where(operations.c.retries >= max_retries).values(
+                    state=OperationState.ERROR.value,
+                    updated=self.clock(),
+                    transient=True,
+                    reason=f"no heartbeat within the orphan timeout, {max_retries + 1} times",
+                )
+            )
             result = await conn.execute(
-                operations.update()
-                .where(operations.c.state == OperationState.IN_PROGRESS.value)
-                .where(operations.c.updated < cutoff)
-                .values(
+                silent.values(
                     state=OperationState.ORPHAN.value,
                     updated=self.clock(),
+                    retries=operations.c.retries + 1,
                     reason="no heartbeat within the orphan timeout",
                 )
             )
@@ -475,6 +488,13 @@ class ReconciliationRepository:
                 .where(reconciliations.c.created < cutoff)
             )
             return int(result.rowcount)
+
+    async def active_count(self) -> int:
+        async with self.engine.connect() as conn:
+            count = await conn.execute(
+                sa.select(sa.func.count()).where(reconciliations.c.lock.is_not(None))
+            )
+            return int(count.scalar_one())
 
     async def counts(self) -> tuple[dict[str, int], int]:
         """(operations by state, active reconciliations)."""
