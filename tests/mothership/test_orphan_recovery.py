@@ -94,6 +94,13 @@ async def test_operation_of_a_killed_engine_is_orphaned_and_run_again(
         await first.exited()
         killed = await slow_operation(control)
         assert (killed["state"], killed["worker"]) == (OperationState.IN_PROGRESS, first.worker)
+        assert control.db is not None
+        async with control.db.connect() as conn:
+            done_before_kill = {
+                (r["scheduling_id"], r["correlation_id"])
+                for r in (await conn.execute(sa.select(operations))).mappings().all()
+                if r["state"] == OperationState.DONE
+            }
 
         second = EngineProcess.start(
             tmp_path / "second",
@@ -127,9 +134,13 @@ async def test_operation_of_a_killed_engine_is_orphaned_and_run_again(
     assert control.db is not None
     async with control.db.connect() as conn:
         rows = (await conn.execute(sa.select(operations))).mappings().all()
-    others = Counter(
+    runs = Counter(
         (i.scheduling_id, i.correlation_id) for i in read_invocations(count_file) if not i.marker
     )
-    assert others == Counter(
-        {(r["scheduling_id"], r["correlation_id"]): 1 for r in rows if r["component"] != SLOW}
-    ), "operations finished before the kill are not run again"
+    others = {(r["scheduling_id"], r["correlation_id"]) for r in rows if r["component"] != SLOW}
+    # recorded as done before the kill: never again; killed between its work and its record:
+    # run again (at least once is the guarantee; nothing is lost)
+    assert {key: runs[key] for key in done_before_kill} == dict.fromkeys(done_before_kill, 1), (
+        "operations finished before the kill are not run again"
+    )
+    assert all(runs[key] >= 1 for key in others)
