@@ -8,12 +8,10 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from reconciler.charts.workspace import Workspace
 from reconciler.errors import ReconcilerError
 
 console = Console()
@@ -40,6 +38,8 @@ reconciliation_app = typer.Typer(help="Reconciliations and their operations.", n
 def _call(
     method: str, url: str, path: str, token: str | None, ca_file: str | None, **kwargs: Any
 ) -> Any:
+    import httpx  # only the admin commands talk HTTP: keep other commands' start-up lean
+
     async def go() -> httpx.Response:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with httpx.AsyncClient(
@@ -104,6 +104,8 @@ def cluster_register(
     output: Output = "table",
 ) -> None:
     """Register (or update) a cluster with every component of a workspace, as KEB would."""
+    from reconciler.charts.workspace import Workspace
+
     try:
         components = Workspace(workspace).component_set()
         text = kubeconfig.read_text()

@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import uvicorn
 from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
 from reconciler.observability.logging import configure_logging
-from reconciler.remote.service import create_app
 from reconciler.remote.settings import ComponentSettings
 
 app = typer.Typer(help="Component reconciler service (worker side of the internal API).")
@@ -78,6 +76,10 @@ def serve(
             "key_file": key_file,
         }
     )
+    import uvicorn  # the service stack loads only for this command (fast CLI start-up)
+
+    from reconciler.remote.service import create_app
+
     try:
         application = create_app(settings)
     except ReconcilerError as exc:

@@ -6,15 +6,16 @@ import asyncio
 import contextlib
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from reconciler.errors import ReconcilerError
-from reconciler.mothership.engine import Engine
 from reconciler.mothership.settings import Settings
 from reconciler.observability.logging import configure_logging
-from reconciler.store.db import current_revision, make_engine, migrate
+
+if TYPE_CHECKING:  # the engine (SQLAlchemy, Alembic) is imported when a command needs it,
+    from reconciler.mothership.engine import Engine  # so `reconciler deploy` starts fast
 
 app = typer.Typer(
     help="The control plane (mothership): storage, scheduler, workers.", no_args_is_help=True
@@ -39,6 +40,7 @@ def load(config: Path | None, database_url: str | None, **overrides: object) -> 
 def migrate_command(config: ConfigFile = None, database_url: DatabaseUrl = None) -> None:
     """Create or upgrade the database schema (also done on start unless disabled)."""
     settings = load(config, database_url)
+    from reconciler.store.db import current_revision, make_engine, migrate
 
     async def go() -> str | None:
         engine = make_engine(settings.sqlalchemy_url())

@@ -5,7 +5,24 @@ Used by the test fixtures, by `reconciler dev-cluster ...` and by the demo. Bina
 `kubernetes` source package into the cache (see `build`).
 """
 
-from reconciler.devcluster.kube import DevCluster, DevClusterInfo
-from reconciler.devcluster.postgres import PostgresServer
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reconciler.devcluster.kube import DevCluster, DevClusterInfo
+    from reconciler.devcluster.postgres import PostgresServer
 
 __all__ = ["DevCluster", "DevClusterInfo", "PostgresServer"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the test-bed classes on first use: `devcluster.paths` alone stays cheap to import
+    (the CLI and the chart renderer need only it)."""
+    if name in ("DevCluster", "DevClusterInfo"):
+        from reconciler.devcluster import kube
+
+        return getattr(kube, name)
+    if name == "PostgresServer":
+        from reconciler.devcluster.postgres import PostgresServer
+
+        return PostgresServer
+    raise AttributeError(name)

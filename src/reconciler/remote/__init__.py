@@ -4,16 +4,3 @@
 (`reconciler component serve`); `client.ComponentReconcilerClient` is how the mothership calls it.
 The wire format lives in `reconciler.model.remote`.
 """
-
-from reconciler.remote.client import ComponentReconcilerClient, RunResult, RunStatus
-from reconciler.remote.service import ComponentService, create_app
-from reconciler.remote.settings import ComponentSettings
-
-__all__ = [
-    "ComponentReconcilerClient",
-    "ComponentService",
-    "ComponentSettings",
-    "RunResult",
-    "RunStatus",
-    "create_app",
-]
