@@ -64,3 +64,18 @@ def test_aggregated_cluster_role_rules_are_left_to_the_controller() -> None:
     )
     assert "rules" not in prepared.raw
     assert any("aggregated" in w for w in warnings)
+
+
+def test_secret_string_data_is_applied_as_data() -> None:
+    rendered = KubeObject(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s"},
+            "data": {"a": "YQ=="},
+            "stringData": {"b": "b", "a": "override"},
+        }
+    )
+    prepared, _ = prepare(rendered, namespace="ns", namespaced=True, version="v", component="x")
+    assert "stringData" not in prepared.raw
+    assert prepared.raw["data"] == {"a": "b3ZlcnJpZGU=", "b": "Yg=="}

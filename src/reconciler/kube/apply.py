@@ -68,24 +68,37 @@ async def prepare_all(
 async def live_versions(
     cluster: Cluster, objects: list[KubeObject], component: str
 ) -> dict[ObjectKey, str]:
-    """resourceVersion of each of the component's objects that exists now (one LIST per kind
-    and namespace), so an apply can tell which objects it really changed."""
-    groups = {(obj.api_version, obj.kind, obj.namespace) for obj in objects}
+    """resourceVersion of each of the component's objects that exists now, so an apply can
+    tell which objects it really changed: one LIST per kind and namespace for namespaced
+    objects; cluster-scoped ones by name (a cluster-wide LIST would return the same component's
+    objects of every other release too, which grows with the fleet)."""
+    namespaced = {(o.api_version, o.kind, o.namespace) for o in objects if o.namespace}
+    cluster_scoped = [o for o in objects if not o.namespace]
 
-    async def one(api_version: str, kind: str, namespace: str) -> list[KubeObject]:
+    async def listing(api_version: str, kind: str, namespace: str) -> list[KubeObject]:
         try:
             info = await cluster.mapper.resolve(api_version, kind)
         except ApplyError:
             return []  # kind not served yet (its CRD comes with this apply): all new
         return await cluster.list(
-            info, namespace=namespace or None, label_selector=f"{COMPONENT}={component}"
+            info, namespace=namespace, label_selector=f"{COMPONENT}={component}"
         )
 
-    listings = await asyncio.gather(*(one(*group) for group in sorted(groups)))
+    async def single(obj: KubeObject) -> list[KubeObject]:
+        try:
+            live = await cluster.get(obj)
+        except ApplyError:
+            return []
+        return [live] if live is not None and live.labels.get(COMPONENT) == component else []
+
+    found = await asyncio.gather(
+        *(listing(*group) for group in sorted(namespaced)),
+        *(single(obj) for obj in cluster_scoped),
+    )
     return {
         obj.key: str(obj.metadata.get("resourceVersion", ""))
-        for listing in listings
-        for obj in listing
+        for live_objects in found
+        for obj in live_objects
     }
 
 

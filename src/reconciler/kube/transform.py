@@ -9,6 +9,7 @@ what the chart said is reported as a warning.
 
 from __future__ import annotations
 
+import base64
 import copy
 from typing import Any
 
@@ -80,6 +81,14 @@ def prepare(
     for transient in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
         meta.pop(transient, None)
     raw.pop("status", None)
+    if prepared.kind == "Secret" and prepared.group == "" and raw.get("stringData"):
+        # the apiserver stores stringData as data and drops it: applying stringData would
+        # rewrite the Secret on every reconciliation
+        encoded = {
+            key: base64.b64encode(str(value).encode()).decode()
+            for key, value in raw.pop("stringData").items()
+        }
+        raw["data"] = {**(raw.get("data") or {}), **encoded}
     if prepared.kind == "Service":
         _default_protocols(raw.get("spec", {}), in_service_spec=True)
     _default_protocols(raw.get("spec", {}))
