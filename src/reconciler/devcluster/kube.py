@@ -234,7 +234,7 @@ class DevCluster:
             "--service-account-signing-key-file",
             str(pki.path("sa.key")),
             "--service-cluster-ip-range",
-            "10.0.0.0/24",
+            "10.0.0.0/16",  # room for thousands of ClusterIP Services (benchmarks)
             "--authorization-mode",
             "RBAC",
             "--endpoint-reconciler-type",
