@@ -77,6 +77,8 @@ def run(
     ] = True,
 ) -> None:
     """Run scheduler, workers, bookkeeper and cleaner (no REST API) until stopped."""
+    from reconciler.mothership.engine import Engine
+
     configure_logging(json_lines=True)
     settings = load(
         config,
