@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -196,40 +197,28 @@ def _set_status(
     _print(data, output, table)
 
 
-@cluster_app.command("disable")
-def cluster_disable(
-    runtime_id: str,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    ca_file: CaFile = None,
-    output: Output = "table",
-) -> None:
-    """Stop reconciling a cluster (until enabled)."""
-    _set_status(runtime_id, "reconcile_disabled", url, token, ca_file, output)
+def _status_command(status: str, help_text: str) -> Callable[..., None]:
+    """One of `disable` / `enable` / `reconcile`: PUT /v1/clusters/{id}/status."""
+
+    def command(
+        runtime_id: str,
+        url: Url = DEFAULT_URL,
+        token: Token = None,
+        ca_file: CaFile = None,
+        output: Output = "table",
+    ) -> None:
+        _set_status(runtime_id, status, url, token, ca_file, output)
+
+    command.__doc__ = help_text
+    return command
 
 
-@cluster_app.command("enable")
-def cluster_enable(
-    runtime_id: str,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    ca_file: CaFile = None,
-    output: Output = "table",
-) -> None:
-    """Reconcile a disabled cluster again."""
-    _set_status(runtime_id, "ready", url, token, ca_file, output)
-
-
-@cluster_app.command("reconcile")
-def cluster_reconcile(
-    runtime_id: str,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    ca_file: CaFile = None,
-    output: Output = "table",
-) -> None:
-    """Reconcile a cluster now."""
-    _set_status(runtime_id, "reconcile_pending", url, token, ca_file, output)
+for _name, _status, _help in (
+    ("disable", "reconcile_disabled", "Stop reconciling a cluster (until enabled)."),
+    ("enable", "ready", "Reconcile a disabled cluster again."),
+    ("reconcile", "reconcile_pending", "Reconcile a cluster now."),
+):
+    cluster_app.command(_name)(_status_command(_status, _help))
 
 
 @reconciliation_app.command("list")

@@ -1,0 +1,98 @@
+"""The admin CLI against a real mothership API served on a port (engine with a no-op invoker)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner, Result
+
+from reconciler.api import ApiSettings
+from reconciler.api.app import create_app
+from reconciler.api.auth import Role
+from reconciler.cli.main import app
+from reconciler.model.status import ClusterStatus
+from reconciler.mothership.engine import Engine
+from reconciler.observability.logging import configure_logging
+from reconciler.util.polling import poll_until
+from tests.api.support import Tokens, accept_kubeconfig, engine_settings, noop_invoker
+from tests.remote.support import serve_app
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "kyma-like"
+
+
+async def cli(*args: str) -> Result:
+    return await asyncio.to_thread(CliRunner().invoke, app, list(args))
+
+
+def as_json(result: Result) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+async def test_register_watch_disable_enable_and_inspect_through_the_api(tmp_path: Path) -> None:
+    configure_logging(json_lines=True)  # engine logs to stderr: stdout is the CLI's JSON
+    tokens = Tokens.write(tmp_path)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    engine = Engine(engine_settings(tmp_path / "data", workspace=EXAMPLES), invoker=noop_invoker)
+    async with engine:
+        api = create_app(
+            engine.service,
+            settings=ApiSettings(tokens_file=tokens.path, audit_log=str(tmp_path / "audit.log")),
+            check_kubeconfig=accept_kubeconfig,
+        )
+        async with serve_app(api) as url:
+            admin = ("--url", url, "--token", tokens.by_role[Role.ADMIN], "-o", "json")
+            viewer = ("--url", url, "--token", tokens.by_role[Role.VIEWER])
+            registered = as_json(
+                await cli(
+                    "cluster",
+                    "register",
+                    "rt-cli",
+                    "--kubeconfig",
+                    str(kubeconfig),
+                    "-w",
+                    str(EXAMPLES),
+                    *admin,
+                )
+            )
+            assert registered["status"] == "reconcile_pending"
+
+            async def ready() -> bool:
+                status = as_json(await cli("cluster", "status", "rt-cli", *viewer, "-o", "json"))
+                return status["status"] == "ready"
+
+            await poll_until(ready, timeout=30, what="rt-cli ready via the admin CLI")
+            listed = as_json(await cli("cluster", "list", *viewer, "-o", "json"))
+            assert [c["runtimeID"] for c in listed] == ["rt-cli"]
+
+            denied = await cli("cluster", "disable", "rt-cli", *viewer)
+            assert denied.exit_code == 1
+            assert "403" in denied.output
+            operator = ("--url", url, "--token", tokens.by_role[Role.OPERATOR], "-o", "json")
+            assert as_json(await cli("cluster", "disable", "rt-cli", *operator))["status"] == (
+                "reconcile_disabled"
+            )
+            assert (await engine.service.cluster("rt-cli")).status is (
+                ClusterStatus.RECONCILE_DISABLED
+            )
+            assert as_json(await cli("cluster", "enable", "rt-cli", *operator))["status"] == "ready"
+
+            history = as_json(await cli("cluster", "history", "rt-cli", *viewer, "-o", "json"))
+            assert history["statusChanges"][0]["status"] == "ready"
+            (latest, *_) = as_json(await cli("reconciliation", "list", *viewer, "-o", "json"))
+            info = as_json(
+                await cli("reconciliation", "info", latest["schedulingID"], *viewer, "-o", "json")
+            )
+            assert {op["state"] for op in info["operations"]} == {"done"}
+            table = await cli("reconciliation", "info", latest["schedulingID"], *viewer)
+            assert "istio" in table.stdout
+
+
+async def test_unreachable_api_is_named() -> None:
+    result = await cli("cluster", "list", "--url", "http://127.0.0.1:1")
+    assert result.exit_code == 1
+    assert "cannot reach http://127.0.0.1:1" in result.output
