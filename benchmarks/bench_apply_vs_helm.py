@@ -26,9 +26,9 @@ import benchlib
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
-from reconciler.devcluster.paths import find_binary
 from reconciler.kube.cluster import Cluster
 from reconciler.model.task import Task
+from reconciler.paths import find_binary
 
 NAME = "apply-vs-helm"
 TARGET = 0.3

@@ -17,9 +17,9 @@ from reconciler.charts.render import (
     default_renderer,
 )
 from reconciler.charts.values import chart_values
-from reconciler.devcluster.paths import find_binary
 from reconciler.errors import ChartError
 from reconciler.model.kube_object import KubeObject
+from reconciler.paths import find_binary
 from tests.charts.support import FIXTURE_CHARTS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

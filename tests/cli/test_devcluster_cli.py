@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from reconciler.cli.main import app
-from reconciler.devcluster.paths import find_binary
+from reconciler.paths import find_binary
 
 
 def test_up_prints_a_working_kubeconfig_and_down_leaves_no_process(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from reconciler.devcluster.build import ensure_helm
-from reconciler.devcluster.paths import find_binary
 from reconciler.model.component import ComponentSet
+from reconciler.paths import find_binary
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler.devcluster.paths import find_binary
+from reconciler.paths import find_binary
 from reconciler.util.polling import poll_until
 from tests.conftest import ClusterFactory
 from tests.examples.sample import (

@@ -29,9 +29,9 @@ from reconciler.charts.manifests import (
     split_documents,
     to_objects,
 )
-from reconciler.devcluster.paths import find_binary
 from reconciler.errors import ChartError
 from reconciler.model.kube_object import KubeObject
+from reconciler.paths import find_binary
 
 if TYPE_CHECKING:
     from helm_python import Chart

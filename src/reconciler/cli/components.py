@@ -22,7 +22,6 @@ from reconciler.core.charts import HelmChartProvider
 from reconciler.core.deploy import DeployOptions, build_tasks, plan_for, run_component_set
 from reconciler.core.executor import StepState
 from reconciler.core.runner import ComponentReconciler
-from reconciler.devcluster.paths import cache_dir
 from reconciler.errors import ReconcilerError
 from reconciler.kube.apply import prepare_all
 from reconciler.kube.cluster import Cluster
@@ -32,6 +31,7 @@ from reconciler.model.plan import Plan
 from reconciler.model.task import Task, TaskType
 from reconciler.model.values import ValuesError, layer, parse_assignment
 from reconciler.observability.logging import configure_logging
+from reconciler.paths import cache_dir
 
 T = TypeVar("T")
 err = Console(stderr=True)

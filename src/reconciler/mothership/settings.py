@@ -13,8 +13,8 @@ import yaml
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from reconciler.devcluster.paths import cache_dir
 from reconciler.errors import ReconcilerError
+from reconciler.paths import cache_dir
 
 
 def default_data_dir() -> Path:

@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from reconciler.devcluster.paths import cache_dir
+from reconciler.paths import cache_dir
 
 
 class ComponentSettings(BaseSettings):

@@ -1,7 +1,11 @@
-"""Where the test bed finds its binaries and keeps its cache.
+"""Where the project keeps its cache on this machine and finds the external binaries it runs.
 
-Precedence follows envtest: `TEST_ASSET_<NAME>` for one binary, then `KUBEBUILDER_ASSETS` for a
-directory holding them, then our own build cache (`$RECONCILER_CACHE_DIR` or
+A neutral module below every layer: the chart renderer (helm), the services' settings (chart
+caches) and the test bed (kube-apiserver, etcd) all ask here, so production code never has to
+import the test bed to learn a path.
+
+Binary precedence follows envtest: `TEST_ASSET_<NAME>` for one binary, then `KUBEBUILDER_ASSETS`
+for a directory holding them, then our own build cache (`$RECONCILER_CACHE_DIR` or
 `~/.cache/reconciler`), and for etcd/helm/kubectl finally the `PATH`.
 """
 
