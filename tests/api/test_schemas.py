@@ -51,3 +51,23 @@ def test_identifiers_that_reach_urls_or_clusters_are_checked(
     target[path[-1]] = value  # type: ignore[index]
     with pytest.raises(ValidationError):
         ClusterIn.model_validate(body)
+
+
+def test_go_null_for_an_optional_list_or_object_reads_as_empty() -> None:
+    body = cluster_body("rt-null")
+    body["kymaConfig"]["administrators"] = None
+    body["kymaConfig"]["components"][0]["configuration"] = None
+    body["metadata"] = None
+    parsed = ClusterIn.model_validate(body)
+    assert parsed.kymaConfig.administrators == []
+    assert parsed.kymaConfig.components[0].configuration == []
+    assert parsed.metadata.shootName == ""
+    body["kymaConfig"]["components"] = None
+    assert ClusterIn.model_validate(body).kymaConfig.components == []
+
+
+def test_null_for_a_required_field_is_still_refused() -> None:
+    body = cluster_body("rt-null")
+    body["kymaConfig"]["version"] = None
+    with pytest.raises(ValidationError):
+        ClusterIn.model_validate(body)

@@ -3,7 +3,8 @@
 Field names are the original's JSON names (camelCase, `runtimeID`, `statusURL`, `URL`), so the
 models use them directly rather than aliases. Request bodies match field names
 case-insensitively, exact spelling first, as Go's `encoding/json` did (clients send
-`kubeConfig`), and ignore unknown fields; FastAPI renders these models as our OpenAPI document.
+`kubeConfig`), read `null` for an optional field as its empty default (Go marshals an empty list
+as `null`: `administrators`, `components`, `configuration`), and ignore unknown fields; FastAPI renders these models as our OpenAPI document.
 Identifiers that end up in URLs (runtime ID, component names) are restricted to URL-safe text.
 """
 
@@ -36,7 +37,11 @@ class _Input(BaseModel):
             name = names.get(key.lower()) if isinstance(key, str) else None
             if name is not None and name not in folded:
                 folded[name] = value
-        return folded
+        return {
+            name: value
+            for name, value in folded.items()
+            if value is not None or cls.model_fields[name].is_required()
+        }
 
 
 class ConfigEntryIn(_Input):
