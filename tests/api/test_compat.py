@@ -149,3 +149,45 @@ async def test_retryable_errors_look_like_work_in_progress_except_in_the_reconci
             "statusChanges"
         ]
         assert "reconcile_error_retryable" not in {c["status"] for c in changes}
+
+
+def _failing_while(broken: set[str]) -> Callable[[Planner], Invoker]:
+    """Fails the components named in `broken` (the test repairs one by removing it)."""
+
+    def factory(_planner: Planner) -> Invoker:
+        async def invoke(op: Operation, _state: ClusterState) -> InvokeResult:
+            if op.component in broken:
+                return InvokeResult(False, f"component {op.component}: broken chart")
+            return InvokeResult(True)
+
+        return CallableInvoker(invoke)
+
+    return factory
+
+
+async def test_reposting_an_identical_cluster_in_error_starts_a_new_reconciliation(
+    tmp_path: Path, tokens: Tokens
+) -> None:
+    settings = ApiSettings(tokens_file=tokens.path)
+    broken = {"istio"}
+    async with running_api(
+        tmp_path, settings, invoker=_failing_while(broken), headers=tokens.header(Role.ADMIN)
+    ) as api:
+        body = cluster_body("rt-repost")
+        await api.client.post("/v1/clusters", json=body)
+        failed = await _wait_status(api, "rt-repost", "error")
+        assert failed["failures"] == [
+            {"component": "istio", "reason": "component istio: broken chart"}
+        ]
+        broken.clear()
+
+        reposted = await api.client.post("/v1/clusters", json=body)
+        assert reposted.status_code == 200, reposted.text
+        answer = reposted.json()
+        assert (answer["configurationVersion"], answer["status"]) == (1, "reconcile_pending")
+        await _wait_status(api, "rt-repost", "ready")
+        runs = (await api.client.get("/v1/reconciliations?runtimeID=rt-repost")).json()
+        assert [r["status"] for r in runs] == ["ready", "error"]
+
+        again = (await api.client.put("/v1/clusters", json=body)).json()
+        assert again["status"] == "reconcile_pending"  # a ready cluster is re-run as well

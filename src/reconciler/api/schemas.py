@@ -3,9 +3,10 @@
 Field names are the original's JSON names (camelCase, `runtimeID`, `statusURL`, `URL`), so the
 models use them directly rather than aliases. Request bodies match field names
 case-insensitively, exact spelling first, as Go's `encoding/json` did (clients send
-`kubeConfig`), read `null` for an optional field as its empty default (Go marshals an empty list
-as `null`: `administrators`, `components`, `configuration`), and ignore unknown fields; FastAPI renders these models as our OpenAPI document.
-Identifiers that end up in URLs (runtime ID, component names) are restricted to URL-safe text.
+`kubeConfig`), read `null` for an optional field as its empty default (Go marshals an empty
+list as `null`: `administrators`, `components`, `configuration`), and ignore unknown fields;
+FastAPI renders these models as our OpenAPI document. Identifiers that end up in URLs (runtime
+ID, component names) are restricted to URL-safe text.
 """
 
 from __future__ import annotations

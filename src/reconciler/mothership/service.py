@@ -14,13 +14,17 @@ from reconciler.errors import ConflictError, NotFoundError
 from reconciler.model.cluster import ClusterSpec, ClusterState
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.remote import CallbackMessage
-from reconciler.model.status import ClusterStatus, OperationState
+from reconciler.model.status import ClusterStatus, OperationState, StatusTransitionError
 from reconciler.mothership.notifier import Notifier
-from reconciler.store.inventory import Head, InventoryRepository, StatusChange
+from reconciler.store.inventory import Head, InventoryRepository, StaleStatus, StatusChange
 from reconciler.store.reconciliations import ReconciliationRepository
 
 S = ClusterStatus
 USER_STATUSES = {S.RECONCILE_DISABLED, S.READY, S.RECONCILE_PENDING}
+RERUN_ON_REPOST = {S.READY, S.ERROR, S.RECONCILE_ERROR_RETRYABLE}
+"""Statuses an identical upsert moves to `reconcile_pending` (the broker re-posts a cluster to
+retry it after an error, as the original wrote `reconcile_pending` on every upsert). A pending or
+running cluster is already being handled; a disabled one stays disabled."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,19 @@ class MothershipService:
         self.notifier = notifier
 
     async def upsert_cluster(self, spec: ClusterSpec) -> ClusterState:
+        """Store the cluster; a changed one, or an identical one that is idle (ready or failed),
+        becomes `reconcile_pending`."""
         state, changed = await self.inventory.upsert(spec)
+        if not changed and state.status in RERUN_ON_REPOST:
+            try:
+                state = await self.inventory.set_status(
+                    spec.runtime_id,
+                    S.RECONCILE_PENDING,
+                    seen=(state.status, state.status_changed),
+                )
+                changed = True
+            except (StaleStatus, StatusTransitionError):
+                state = await self.inventory.latest(spec.runtime_id)  # someone else moved it
         if changed:
             await self.notifier.notify("clusters")
         return state
