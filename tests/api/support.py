@@ -240,10 +240,12 @@ async def running_api(
     run_loops: bool = True,
     check_kubeconfig: KubeconfigCheck | None = accept_kubeconfig,
     validate_spec: Callable[[ClusterSpec], Awaitable[None]] | None = None,
+    spec_validator: Callable[[Engine], Callable[[ClusterSpec], Awaitable[None]]] | None = None,
     headers: dict[str, str] | None = None,
     **engine_overrides: Any,
 ) -> AsyncIterator[Api]:
-    """A real engine (SQLite under `directory`) with the API in front, and a client for it."""
+    """A real engine (SQLite under `directory`) with the API in front, and a client for it.
+    `spec_validator` builds the upsert check from the started engine (e.g. its planner)."""
     audit_file = directory / "audit" / "audit.log"
     audit = AuditLog.to_file(audit_file)
     engine = Engine(
@@ -256,7 +258,7 @@ async def running_api(
             engine.service,
             settings=settings,
             check_kubeconfig=check_kubeconfig,
-            validate_spec=validate_spec,
+            validate_spec=spec_validator(engine) if spec_validator else validate_spec,
             audit=audit,
         )
         transport = httpx.ASGITransport(app)

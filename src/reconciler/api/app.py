@@ -24,6 +24,7 @@ from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware
 from reconciler.api.routes import callbacks, clusters, health, operations, reconciliations
 from reconciler.api.settings import ApiSettings
 from reconciler.model.cluster import ClusterSpec
+from reconciler.mothership.planner import Planner
 from reconciler.mothership.service import MothershipService
 from reconciler.observability.audit import AuditLog
 
@@ -37,6 +38,17 @@ DESCRIPTION = (
 
 async def accept_any_spec(_: ClusterSpec) -> None:
     """The default spec validator: accepts everything (the caller wires the real one)."""
+
+
+def planner_validator(planner: Planner, settings: ApiSettings) -> SpecValidator:
+    """The mothership's spec check: duplicates and invalid sets always; components without a
+    chart only with `reject_unknown_components` (by default their operations fail in the run,
+    with the reason in the cluster's status, as the original did)."""
+
+    async def validate(spec: ClusterSpec) -> None:
+        planner.validate(spec, reject_unknown=settings.reject_unknown_components)
+
+    return validate
 
 
 def database_probe(service: MothershipService) -> ReadinessProbe:

@@ -59,6 +59,10 @@ class ApiSettings(BaseSettings):
 
     # input validation
     max_body_bytes: int = 100 * 1024
+    reject_unknown_components: bool = False
+    """Refuse (400) an upsert naming a component without a chart (no URL, unknown to the Kyma
+    version's workspace). Off (the original's behaviour, which the broker relies on): accepted,
+    and that component's operation fails with `unknown component ...` during the run."""
     kubeconfig_timeout: float = 10.0
     """Seconds to wait for a cluster's apiserver when a kubeconfig is checked."""
     kubeconfig_allow_host_access: bool = False

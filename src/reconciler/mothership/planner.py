@@ -12,7 +12,7 @@ from pathlib import Path
 
 from reconciler.charts.workspace import Workspace
 from reconciler.errors import ReconcilerError
-from reconciler.model.cluster import ClusterSpec, ClusterState, ComponentConfig
+from reconciler.model.cluster import ClusterSpec, ClusterState, ComponentConfig, KymaConfig
 from reconciler.model.component import CRDS_COMPONENT, ComponentSet, ComponentSpec
 from reconciler.model.operation import Operation, PlannedOperation
 from reconciler.model.plan import Plan, plan_components
@@ -80,25 +80,27 @@ class Planner:
         except ValueError as exc:
             raise PlanningError(f"cluster {state.runtime_id}: {exc}") from None
 
-    def validate(self, spec: ClusterSpec) -> None:
-        """Refuse a configuration the mothership could not reconcile: a component without a
-        chart (no URL, and the version's workspace does not know it) or an invalid set."""
-        kyma = spec.kyma_config
+    def has_chart(self, kyma: KymaConfig, component: ComponentConfig) -> bool:
+        """Whether the component has a chart: its own URL, or one in the version's workspace."""
+        if component.url:
+            return True
         workspace = self.workspace(kyma.version)
+        if workspace is None:
+            return False
         known = self._known(workspace)
+        if known is not None and component.component in known.names():
+            return True
+        return (workspace.root / "resources" / component.component).is_dir()
+
+    def validate(self, spec: ClusterSpec, *, reject_unknown: bool = True) -> None:
+        """Refuse a configuration the mothership could not reconcile: a component listed twice,
+        an invalid set and, with `reject_unknown`, a component without a chart (no URL, and the
+        version's workspace does not know it). Without it such a component is accepted and its
+        operation fails during the run, as the original did (see `chart_source`)."""
+        kyma = spec.kyma_config
         for component in kyma.components:
-            if component.url:
-                continue
-            if workspace is None:
-                raise PlanningError(
-                    f"component {component.component} has no URL and no workspace is "
-                    f"configured for Kyma version {kyma.version}"
-                )
-            in_set = known is not None and component.component in known.names()
-            if not in_set and not (workspace.root / "resources" / component.component).is_dir():
-                raise PlanningError(
-                    f"unknown component {component.component!r} for Kyma version {kyma.version}"
-                )
+            if reject_unknown and not self.has_chart(kyma, component):
+                raise PlanningError(_unknown(component.component, kyma.version))
         names = [c.component for c in kyma.components]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -127,16 +129,16 @@ class Planner:
         return planned
 
     def chart_source(self, state: ClusterState, component: str) -> str:
+        """Where the component's chart comes from; PlanningError `unknown component ...` when
+        it has none (the operation fails with that reason)."""
         kyma = state.spec.kyma_config
         configured = {c.component: c for c in kyma.components}.get(component)
-        if configured is not None and configured.url:
+        if configured is None or not self.has_chart(kyma, configured):
+            raise PlanningError(_unknown(component, kyma.version))
+        if configured.url:
             return configured.url
         workspace = self.workspace(kyma.version)
-        if workspace is None:
-            raise PlanningError(
-                f"component {component}: no URL given and no workspace configured for "
-                f"Kyma version {kyma.version}"
-            )
+        assert workspace is not None  # has_chart: no URL means the workspace has it
         return str(workspace.root / "resources" / component)
 
     def task(self, state: ClusterState, op: Operation, *, timeout: float) -> Task:
@@ -151,7 +153,11 @@ class Planner:
                 namespace=op.namespace,
                 version=kyma.version,
                 chart=str(workspace.root) if workspace else "",
-                crd_sources=tuple(self.chart_source(state, c.component) for c in kyma.components),
+                crd_sources=tuple(
+                    self.chart_source(state, c.component)
+                    for c in kyma.components
+                    if self.has_chart(kyma, c)  # an unknown one fails in its own operation
+                ),
                 type=task_type,
                 correlation_id=op.correlation_id,
                 timeout=timeout,
@@ -169,3 +175,10 @@ class Planner:
             correlation_id=op.correlation_id,
             timeout=timeout,
         )
+
+
+def _unknown(component: str, kyma_version: str) -> str:
+    return (
+        f"unknown component {component!r}: no URL given and the workspace of Kyma version "
+        f"{kyma_version} has no chart for it"
+    )

@@ -13,9 +13,8 @@ import uvicorn
 from fastapi import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from reconciler.api.app import create_app
+from reconciler.api.app import create_app, planner_validator
 from reconciler.api.settings import ApiSettings
-from reconciler.model.cluster import ClusterSpec
 from reconciler.mothership.engine import Engine
 from reconciler.mothership.settings import Settings
 
@@ -34,13 +33,11 @@ async def run_server(
     engine = Engine(settings)
     await engine.start()
     try:
-        planner = engine.planner
-
-        async def validate(spec: ClusterSpec) -> None:
-            planner.validate(spec)
-
+        api_settings = api_settings or ApiSettings()
         app = create_app(
-            engine.service, settings=api_settings or ApiSettings(), validate_spec=validate
+            engine.service,
+            settings=api_settings,
+            validate_spec=planner_validator(engine.planner, api_settings),
         )
         registry = engine.metrics.registry
 
