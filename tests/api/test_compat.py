@@ -102,13 +102,15 @@ async def test_cluster_disabled_during_a_run_stays_disabled_after_it(
         assert status == "reconcile_disabled"
 
 
-def _failing_transiently(component: str) -> Callable[[Planner], Invoker]:
+def _failing(
+    broken: set[str], reason: str, *, transient: bool = False
+) -> Callable[[Planner], Invoker]:
+    """Fails the components named in `broken` (a test repairs one by removing it)."""
+
     def factory(_planner: Planner) -> Invoker:
         async def invoke(op: Operation, _state: ClusterState) -> InvokeResult:
-            if op.component == component:
-                return InvokeResult(
-                    False, f"component {component}: cluster unreachable", transient=True
-                )
+            if op.component in broken:
+                return InvokeResult(False, f"component {op.component}: {reason}", transient)
             return InvokeResult(True)
 
         return CallableInvoker(invoke)
@@ -123,7 +125,7 @@ async def test_retryable_errors_look_like_work_in_progress_except_in_the_reconci
     async with running_api(
         tmp_path,
         settings,
-        invoker=_failing_transiently("istio"),
+        invoker=_failing({"istio"}, "cluster unreachable", transient=True),
         headers=tokens.header(Role.ADMIN),
         retry_interval=3600,
     ) as api:
@@ -151,27 +153,16 @@ async def test_retryable_errors_look_like_work_in_progress_except_in_the_reconci
         assert "reconcile_error_retryable" not in {c["status"] for c in changes}
 
 
-def _failing_while(broken: set[str]) -> Callable[[Planner], Invoker]:
-    """Fails the components named in `broken` (the test repairs one by removing it)."""
-
-    def factory(_planner: Planner) -> Invoker:
-        async def invoke(op: Operation, _state: ClusterState) -> InvokeResult:
-            if op.component in broken:
-                return InvokeResult(False, f"component {op.component}: broken chart")
-            return InvokeResult(True)
-
-        return CallableInvoker(invoke)
-
-    return factory
-
-
 async def test_reposting_an_identical_cluster_in_error_starts_a_new_reconciliation(
     tmp_path: Path, tokens: Tokens
 ) -> None:
     settings = ApiSettings(tokens_file=tokens.path)
     broken = {"istio"}
     async with running_api(
-        tmp_path, settings, invoker=_failing_while(broken), headers=tokens.header(Role.ADMIN)
+        tmp_path,
+        settings,
+        invoker=_failing(broken, "broken chart"),
+        headers=tokens.header(Role.ADMIN),
     ) as api:
         body = cluster_body("rt-repost")
         await api.client.post("/v1/clusters", json=body)

@@ -8,7 +8,9 @@ found) and skips the cluster work, so no cluster is needed."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 from reconciler.api import ApiSettings
 from reconciler.api.app import planner_validator
@@ -20,7 +22,7 @@ from reconciler.mothership.engine import Engine
 from reconciler.mothership.invoker import CallableInvoker, Invoker, InvokeResult
 from reconciler.mothership.planner import Planner
 from reconciler.util.polling import poll_until
-from tests.api.support import REPO_ROOT, Tokens, cluster_body, running_api, snapshot
+from tests.api.support import REPO_ROOT, Api, Tokens, cluster_body, running_api, snapshot
 
 WORKSPACE = REPO_ROOT / "examples" / "kyma-like"
 
@@ -40,22 +42,26 @@ def workspace_body(runtime_id: str) -> dict[str, object]:
     return body
 
 
-def validator(settings: ApiSettings) -> Callable[[Engine], SpecValidator]:
-    return lambda engine: planner_validator(engine.planner, settings)
+def serving(tmp_path: Path, tokens: Tokens, **settings: Any) -> AbstractAsyncContextManager[Api]:
+    """The API with the mothership's own spec check, over the example workspace."""
+    api_settings = ApiSettings(tokens_file=tokens.path, **settings)
+    validator: Callable[[Engine], SpecValidator] = lambda engine: planner_validator(  # noqa: E731
+        engine.planner, api_settings
+    )
+    return running_api(
+        tmp_path,
+        api_settings,
+        invoker=planning_invoker,
+        spec_validator=validator,
+        headers=tokens.header(Role.ADMIN),
+        workspace=WORKSPACE,
+    )
 
 
 async def test_unknown_component_is_accepted_and_its_operation_fails_naming_it(
     tmp_path: Path, tokens: Tokens
 ) -> None:
-    settings = ApiSettings(tokens_file=tokens.path)
-    async with running_api(
-        tmp_path,
-        settings,
-        invoker=planning_invoker,
-        spec_validator=validator(settings),
-        headers=tokens.header(Role.ADMIN),
-        workspace=WORKSPACE,
-    ) as api:
+    async with serving(tmp_path, tokens) as api:
         created = await api.client.post("/v1/clusters", json=workspace_body("rt-unknown"))
         assert created.status_code == 200, created.text
 
@@ -80,15 +86,7 @@ async def test_unknown_component_is_accepted_and_its_operation_fails_naming_it(
 async def test_reject_unknown_components_setting_refuses_the_upsert_early(
     tmp_path: Path, tokens: Tokens
 ) -> None:
-    settings = ApiSettings(tokens_file=tokens.path, reject_unknown_components=True)
-    async with running_api(
-        tmp_path,
-        settings,
-        invoker=planning_invoker,
-        spec_validator=validator(settings),
-        headers=tokens.header(Role.ADMIN),
-        workspace=WORKSPACE,
-    ) as api:
+    async with serving(tmp_path, tokens, reject_unknown_components=True) as api:
         before = await snapshot(api.engine)
         refused = await api.client.post("/v1/clusters", json=workspace_body("rt-refused"))
         assert refused.status_code == 400, refused.text
