@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 
 import structlog
 
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.status import ClusterStatus, OperationState, OperationType
-from reconciler.mothership.notifier import Notifier
+from reconciler.mothership.loops import each, run_every
+from reconciler.mothership.notifier import Channel, Notifier
 from reconciler.mothership.settings import Settings
 from reconciler.store.reconciliations import ReconciliationRepository
 
@@ -44,35 +46,46 @@ class Bookkeeper:
         self.notifier = notifier
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.tick()
-            except Exception as exc:  # keep going; the next tick retries
-                log.exception("bookkeeping failed", error=str(exc))
-            await self.notifier.wait("finished", self.settings.bookkeeping_interval)
+        await run_every(
+            "bookkeeping",
+            self.settings.bookkeeping_interval,
+            self.tick,
+            stop,
+            pause=functools.partial(self.notifier.wait, Channel.FINISHED),
+        )
 
     async def tick(self) -> int:
         orphans = await self.repo.orphan_stale(dt.timedelta(seconds=self.settings.orphan_timeout))
         if orphans:
             log.warning("operations orphaned", count=orphans)
-            await self.notifier.notify("operations")
-        finished = 0
-        for reconciliation, ops in await self.repo.finishable():
-            failed = [op for op in ops if op.state in FAILED_FOR_GOOD]
-            if failed and any(op.state is OperationState.NEW for op in ops):
-                await self.repo.cancel_blocked(
-                    reconciliation.scheduling_id,
-                    f"not run: component {failed[0].component} failed",
-                )
-            status = outcome(reconciliation, ops)
-            await self.repo.finish(reconciliation, status)
-            log.info(
-                "reconciliation finished",
-                runtime_id=reconciliation.runtime_id,
-                scheduling_id=reconciliation.scheduling_id,
-                status=status.value,
-            )
-            finished += 1
+            await self.notifier.notify(Channel.OPERATIONS)
+        finished = await each(
+            "finishing a reconciliation",
+            await self.repo.finishable(),
+            self._finish,
+            lambda item: {
+                "runtime_id": item[0].runtime_id,
+                "scheduling_id": item[0].scheduling_id,
+            },
+        )
         if finished:
-            await self.notifier.notify("clusters")
+            await self.notifier.notify(Channel.CLUSTERS)
         return finished
+
+    async def _finish(self, item: tuple[Reconciliation, list[Operation]]) -> None:
+        reconciliation, ops = item
+        failed = [op for op in ops if op.state in FAILED_FOR_GOOD]
+        if failed and any(op.state is OperationState.NEW for op in ops):
+            await self.repo.cancel_blocked(
+                reconciliation.scheduling_id,
+                f"not run: component {failed[0].component} failed",
+            )
+        status = outcome(reconciliation, ops)
+        result = await self.repo.finish(reconciliation, status)
+        log.info(
+            "reconciliation finished",
+            runtime_id=reconciliation.runtime_id,
+            scheduling_id=reconciliation.scheduling_id,
+            status=status.value,
+            cluster_status=result.value if result else None,
+        )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 
 import structlog
 
+from reconciler.mothership.loops import each, run_every
 from reconciler.mothership.settings import Settings
 from reconciler.store.inventory import InventoryRepository
 from reconciler.store.reconciliations import ReconciliationRepository
@@ -24,22 +24,25 @@ class Cleaner:
         self.inventory = inventory
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.clean()
-            except Exception as exc:
-                log.exception("cleaning failed", error=str(exc))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.settings.cleaner_interval)
+        await run_every("cleaning", self.settings.cleaner_interval, self.clean, stop)
 
-    async def clean(self) -> tuple[int, int]:
+    async def clean(self) -> dict[str, int]:
+        """Purge each kind of history on its own: a failure in one never keeps the other."""
         keep = self.settings.keep_reconciliations
-        reconciliations = await self.repo.purge(
-            dt.timedelta(days=self.settings.reconciliation_retention_days), keep
-        )
-        statuses = await self.inventory.purge_statuses(
-            dt.timedelta(days=self.settings.status_retention_days), keep
-        )
-        if reconciliations or statuses:
-            log.info("purged history", reconciliations=reconciliations, statuses=statuses)
-        return reconciliations, statuses
+        purges = {
+            "reconciliations": lambda: self.repo.purge(
+                dt.timedelta(days=self.settings.reconciliation_retention_days), keep
+            ),
+            "statuses": lambda: self.inventory.purge_statuses(
+                dt.timedelta(days=self.settings.status_retention_days), keep
+            ),
+        }
+        purged: dict[str, int] = {}
+
+        async def purge(kind: str) -> None:
+            purged[kind] = await purges[kind]()
+
+        await each("purging history", purges, purge, lambda kind: {"kind": kind})
+        if any(purged.values()):
+            log.info("purged history", **purged)
+        return purged

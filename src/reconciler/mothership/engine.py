@@ -129,8 +129,7 @@ class Engine:
     async def stop(self) -> None:
         """Stop the loops; running operations are handed back as orphans (resumable)."""
         self._stop.set()
-        for name in ("clusters", "operations", "finished"):
-            await self.notifier.notify(name)
+        self.notifier.wake_all()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         await self.notifier.stop()

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 
 import structlog
 
 from reconciler.errors import ReconcilerError
 from reconciler.model.status import ClusterStatus, OperationType
-from reconciler.mothership.notifier import Notifier
+from reconciler.mothership.loops import each, run_every
+from reconciler.mothership.notifier import Channel, Notifier
 from reconciler.mothership.planner import Planner
 from reconciler.mothership.settings import Settings
 from reconciler.store.inventory import Head, InventoryRepository
@@ -44,12 +46,13 @@ class Scheduler:
         self.notifier = notifier
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.sweep()
-            except Exception as exc:  # keep scheduling: the next sweep retries
-                log.exception("scheduler sweep failed", error=str(exc))
-            await self.notifier.wait("clusters", self.settings.sweep_interval)
+        await run_every(
+            "scheduler sweep",
+            self.settings.sweep_interval,
+            self.sweep,
+            stop,
+            pause=functools.partial(self.notifier.wait, Channel.CLUSTERS),
+        )
 
     async def sweep(self) -> int:
         """Schedule everything due now; return how many reconciliations were created."""
@@ -66,10 +69,16 @@ class Scheduler:
         active = await self.repo.active_count()
         room = max(self.settings.max_active_reconciliations - active, 0)
         created = 0
-        for head in due[:room]:
+
+        async def schedule(head: Head) -> None:
+            nonlocal created
             if await self.schedule(head):
                 created += 1
-                await self.notifier.notify("operations")  # workers start on it at once
+                await self.notifier.notify(Channel.OPERATIONS)  # workers start on it at once
+
+        await each(
+            "scheduling a cluster", due[:room], schedule, lambda h: {"runtime_id": h.runtime_id}
+        )
         return created
 
     async def schedule(self, head: Head) -> bool:

@@ -15,7 +15,7 @@ from reconciler.model.cluster import ClusterSpec, ClusterState
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.remote import CallbackMessage
 from reconciler.model.status import ClusterStatus, OperationState, StatusTransitionError
-from reconciler.mothership.notifier import Notifier
+from reconciler.mothership.notifier import Channel, Notifier
 from reconciler.store.inventory import Head, InventoryRepository, StaleStatus, StatusChange
 from reconciler.store.reconciliations import ReconciliationRepository
 
@@ -56,7 +56,7 @@ class MothershipService:
             except (StaleStatus, StatusTransitionError):
                 state = await self.inventory.latest(spec.runtime_id)  # someone else moved it
         if changed:
-            await self.notifier.notify("clusters")
+            await self.notifier.notify(Channel.CLUSTERS)
         return state
 
     async def delete_cluster(self, runtime_id: str) -> ClusterState:
@@ -64,7 +64,7 @@ class MothershipService:
         if current.status in (S.DELETE_PENDING, S.DELETING, S.DELETED):
             return current
         state = await self.inventory.set_status(runtime_id, S.DELETE_PENDING)
-        await self.notifier.notify("clusters")
+        await self.notifier.notify(Channel.CLUSTERS)
         return state
 
     async def clusters(self) -> list[Head]:
@@ -111,7 +111,7 @@ class MothershipService:
         if status is S.READY and current.status is not S.RECONCILE_DISABLED:
             return current  # enabling a cluster that is not disabled changes nothing
         state = await self.inventory.set_status(runtime_id, status)
-        await self.notifier.notify("clusters")
+        await self.notifier.notify(Channel.CLUSTERS)
         return state
 
     async def status_changes(self, runtime_id: str, since: dt.timedelta) -> list[StatusChange]:
@@ -196,9 +196,9 @@ class MothershipService:
             current = await self.repo.operation(scheduling_id, correlation_id)
             raise ConflictError(f"operation {correlation_id} is {current.state}")
         if state.final:
-            await self.notifier.notify("finished")
+            await self.notifier.notify(Channel.FINISHED)
         return await self.repo.operation(scheduling_id, correlation_id)
 
     async def stop_operation(self, scheduling_id: str, correlation_id: str, reason: str) -> None:
         await self.repo.stop(scheduling_id, correlation_id, reason)
-        await self.notifier.notify("finished")
+        await self.notifier.notify(Channel.FINISHED)

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 
-import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from reconciler.mothership.loops import run_every
 from reconciler.mothership.workers import WorkerPool
 from reconciler.observability.metrics import Metrics
 from reconciler.store.inventory import InventoryRepository
 from reconciler.store.reconciliations import ReconciliationRepository
-
-log = structlog.get_logger()
 
 
 class MetricsRefresher:
@@ -51,10 +48,4 @@ class MetricsRefresher:
                 self.metrics.db_pool.labels(kind=kind).set(reader())
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.refresh()
-            except Exception as exc:
-                log.warning("metrics refresh failed", error=str(exc))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.interval)
+        await run_every("metrics refresh", self.interval, self.refresh, stop)

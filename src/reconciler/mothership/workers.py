@@ -26,7 +26,7 @@ from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
 from reconciler.model.status import OperationState
 from reconciler.mothership.invoker import Invoker, InvokeResult
-from reconciler.mothership.notifier import Notifier
+from reconciler.mothership.notifier import Channel, Notifier
 from reconciler.mothership.settings import Settings
 from reconciler.observability.metrics import Metrics
 from reconciler.store.inventory import InventoryRepository
@@ -87,14 +87,14 @@ class WorkerPool:
                     self.started_at[op.key] = time.monotonic()
                     task.add_done_callback(functools.partial(self._done, op.key))
                 if not claimed or free <= len(claimed):
-                    await self.notifier.wait("operations", self.settings.sweep_interval)
+                    await self.notifier.wait(Channel.OPERATIONS, self.settings.sweep_interval)
         finally:
             await self._hand_back()
 
     def _done(self, key: tuple[str, str], _task: asyncio.Task[None]) -> None:
         self.running.pop(key, None)
         self.started_at.pop(key, None)
-        self.notifier._wake("operations")  # a slot is free: claim again at once
+        self.notifier.wake(Channel.OPERATIONS)  # a slot is free: claim again at once
 
     async def _hand_back(self) -> None:
         """Cancel running operations and make them orphans so they are re-run elsewhere."""
@@ -205,4 +205,4 @@ class WorkerPool:
                 worker=self.worker,
             )
             bound.error("operation failed", reason=result.reason)
-        await self.notifier.notify("finished")
+        await self.notifier.notify(Channel.FINISHED)

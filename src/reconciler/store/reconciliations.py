@@ -336,8 +336,16 @@ class ReconciliationRepository:
                 .values(state=OperationState.ERROR.value, reason=reason, updated=self.clock())
             )
 
-    async def finish(self, reconciliation: Reconciliation, status: ClusterStatus) -> None:
-        """Release the lock and record the cluster's resulting status, in one transaction."""
+    async def finish(
+        self, reconciliation: Reconciliation, status: ClusterStatus
+    ) -> ClusterStatus | None:
+        """Release the lock and record the cluster's resulting status, in one transaction.
+
+        The outcome only replaces the status the run itself set (`reconciling`/`deleting`). A
+        request that arrived while it ran (a new configuration, a forced run, a deletion, a
+        disable) is newer than the outcome: it stays, and a pending one is scheduled at once.
+        Returns the cluster's status afterwards, None when the lock was already released."""
+        working = ClusterStatus.DELETING if status.deleting else ClusterStatus.RECONCILING
         async with self.engine.begin() as conn:
             released = await conn.execute(
                 reconciliations.update()
@@ -345,11 +353,13 @@ class ReconciliationRepository:
                 .where(reconciliations.c.lock.is_not(None))
                 .values(lock=None, status=status.value, updated=self.clock())
             )
-            if released.rowcount == 1:
-                current = await self.inventory.head_status(reconciliation.runtime_id, conn)
-                if current is ClusterStatus.RECONCILE_DISABLED and not status.deleting:
-                    return  # disabled while it ran: it stays disabled
-                await self.inventory.set_status(reconciliation.runtime_id, status, conn=conn)
+            if released.rowcount != 1:
+                return None
+            current = await self.inventory.head_status(reconciliation.runtime_id, conn)
+            if current is not working:
+                return current  # changed while it ran: the newer request wins
+            await self.inventory.set_status(reconciliation.runtime_id, status, conn=conn)
+            return status
 
     async def get(self, scheduling_id: str) -> tuple[Reconciliation, list[Operation]]:
         async with self.engine.connect() as conn:
