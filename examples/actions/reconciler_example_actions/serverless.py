@@ -3,52 +3,18 @@
 It shows the smallest useful action: a `post_reconcile` hook that applies a ConfigMap through
 the context's cluster client, and a `pre_delete` hook that removes it again (the reconciler only
 deletes what the chart renders, and never a namespace that still holds objects it does not own).
-It deliberately does not import the reconciler: the context is described by the small protocols
-below (structural typing), so the package installs and type-checks on its own, and only the
-attributes it really uses are part of its contract.
+It imports only the reconciler's public surface (`from reconciler import ...`), the one place
+whose names stay put across releases; `ActionContext` there is what every hook receives.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
+
+from reconciler import ActionContext
 
 RUNTIME_INFO_NAME = "serverless-runtime-info"
 RECONCILED_BY = "reconciler-example-action"
-
-
-class _Task(Protocol):
-    @property
-    def namespace(self) -> str: ...
-
-    @property
-    def version(self) -> str: ...
-
-
-class _Kube(Protocol):
-    async def apply(self, obj: dict[str, Any]) -> Any:
-        """Server-side apply of a plain manifest (field manager `reconciler`)."""
-        ...
-
-    async def delete(self, obj: dict[str, Any]) -> bool:
-        """Delete a plain manifest's object; False when it was already gone."""
-        ...
-
-
-class _Logger(Protocol):
-    def info(self, event: str, **kw: Any) -> Any: ...
-
-
-class ActionContext(Protocol):
-    """What this action needs from the reconciler's action context."""
-
-    @property
-    def task(self) -> _Task: ...
-
-    @property
-    def kube(self) -> _Kube: ...
-
-    @property
-    def logger(self) -> _Logger: ...
 
 
 def runtime_info(namespace: str, version: str) -> dict[str, Any]:
