@@ -26,7 +26,8 @@ import benchlib
 from reconciler.charts.render import Capabilities
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
-from reconciler.core.runner import ComponentReconciler, Outcome
+from reconciler.core.results import Outcome
+from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.client import KubeClient, load_kubeconfig
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject

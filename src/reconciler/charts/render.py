@@ -192,6 +192,11 @@ def _fingerprint(chart_dir: Path) -> tuple[str, bool]:
     return digest.hexdigest(), reusable
 
 
+def tree_fingerprint(chart_dir: Path) -> str:
+    """A digest of the chart's file tree: changes whenever a file is added, removed or written."""
+    return _fingerprint(chart_dir.resolve())[0]
+
+
 def _declares_dependencies(path: Path) -> bool:
     text = path.read_text(encoding="utf-8", errors="replace")
     if "dependencies" not in text:

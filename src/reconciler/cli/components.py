@@ -173,6 +173,7 @@ def _run_set(
     output: str,
     version: str,
     wait: bool,
+    force: bool = False,
 ) -> None:
     configure_logging(json_lines=True, level="WARNING")
     run = _prepare(
@@ -186,6 +187,7 @@ def _run_set(
         version,
         timeout=timeout,
         wait=wait,
+        force=force,
     )
     plan, tasks = run.plan, run.tasks
     mode = "quiet" if output == "json" else ("live" if sys.stderr.isatty() else "lines")
@@ -257,6 +259,12 @@ def deploy(
     output: Output = "text",
     version: Version = "local",
     wait: Annotated[bool, typer.Option(help="Wait until workloads are ready.")] = True,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="Render and apply every object even when nothing changed since the last run."
+        ),
+    ] = False,
 ) -> None:
     """Install or upgrade the component set on the cluster (exit 0 only when all is ready)."""
     _run_set(
@@ -272,6 +280,7 @@ def deploy(
         output,
         version,
         wait,
+        force,
     )
 
 

@@ -7,10 +7,14 @@ component set (`task.crd_sources`), deduplicated by name.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
 from pathlib import Path
 from typing import Protocol
 
-from reconciler.charts.render import Capabilities, Renderer, default_renderer
+from reconciler import __version__
+from reconciler.charts.render import Capabilities, Renderer, default_renderer, tree_fingerprint
 from reconciler.charts.sources import ChartCache
 from reconciler.charts.values import chart_values
 from reconciler.charts.workspace import Workspace, chart_crd_names, crds_of
@@ -22,6 +26,10 @@ from reconciler.model.task import Task
 class ChartProvider(Protocol):
     async def render(self, task: Task, capabilities: Capabilities | None) -> list[KubeObject]:
         """The manifests of `task`'s component, rendered for a cluster with `capabilities`."""
+        ...
+
+    async def digest(self, task: Task, capabilities: Capabilities | None) -> str:
+        """Changes whenever `render` may return something else ("" = unknown: always render)."""
         ...
 
 
@@ -46,6 +54,31 @@ class HelmChartProvider:
             return objects
         owned_elsewhere = chart_crd_names(chart_dir)
         return [obj for obj in objects if not (obj.is_crd and obj.name in owned_elsewhere)]
+
+    async def digest(self, task: Task, capabilities: Capabilities | None) -> str:
+        """Chart files (by path, size and mtime), values, task fields that reach the render or
+        the transform, the cluster's capabilities and this program's version."""
+        if task.component == CRDS_COMPONENT:
+            roots = [Workspace(Path(task.chart)).crds_dir] if task.chart else []
+            sources = list(task.crd_sources)
+        else:
+            roots, sources = [], [task.chart]
+        roots += await asyncio.gather(*(self.cache.fetch(source) for source in sources))
+        trees = await asyncio.to_thread(lambda: [tree_fingerprint(r) for r in roots])
+        inputs = [
+            __version__,
+            trees,
+            task.component,
+            task.namespace,
+            task.version,
+            task.profile,
+            task.configuration,
+            task.include_crds,
+            capabilities.kube_version if capabilities else None,
+            capabilities.api_versions if capabilities else None,
+        ]
+        text = json.dumps(inputs, sort_keys=True, default=str, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     async def _crds(self, task: Task) -> list[KubeObject]:
         files = Workspace(Path(task.chart)).crd_files() if task.chart else []

@@ -13,8 +13,10 @@ from typing import Any
 
 from reconciler.charts.workspace import Workspace
 from reconciler.core.executor import StepResult, execute
-from reconciler.core.runner import ComponentReconciler, Outcome, Report
+from reconciler.core.results import Outcome
+from reconciler.core.runner import ComponentReconciler, Report
 from reconciler.kube.cluster import Cluster
+from reconciler.kube.live import LiveIndex
 from reconciler.model.component import CRDS_COMPONENT, ComponentSet
 from reconciler.model.plan import Plan, plan_components
 from reconciler.model.task import Task, TaskType
@@ -29,6 +31,7 @@ class DeployOptions:
     timeout: float = 300.0
     wait: bool = True
     with_crds: bool = True
+    force: bool = False
 
 
 def split_overrides(
@@ -64,6 +67,7 @@ def build_tasks(
             timeout=options.timeout,
             wait=options.wait,
             include_crds=not options.with_crds,
+            force=options.force,
         )
     if options.with_crds:
         tasks[CRDS_COMPONENT] = Task(
@@ -75,6 +79,7 @@ def build_tasks(
             type=task_type,
             timeout=options.timeout,
             wait=options.wait,
+            force=options.force,
         )
     return tasks
 
@@ -94,9 +99,10 @@ async def run_component_set(
     concurrency: int = 8,
 ) -> tuple[dict[str, StepResult], dict[str, Outcome]]:
     outcomes: dict[str, Outcome] = {}
+    live = LiveIndex()  # one metadata LIST per kind for the whole set, see `kube.live`
 
     async def run_step(name: str) -> bool:
-        outcomes[name] = await reconciler.run(tasks[name], cluster, report)
+        outcomes[name] = await reconciler.run(tasks[name], cluster, report, live=live)
         return outcomes[name].ok
 
     results = await execute(plan, run_step, concurrency=concurrency)

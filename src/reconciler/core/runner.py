@@ -1,8 +1,10 @@
 """Reconcile or delete one component on one cluster, reporting progress as it goes.
 
 reconcile: render → prepare → record intent in the inventory → apply (CRDs and namespaces
-first) → prune what the previous version applied and this one does not → record the result →
-wait until ready; component actions run before, instead of, and after the generic steps.
+first) → prune what the previous version applied and this one does not → wait until ready →
+record the result; component actions run before, instead of, and after the generic steps.
+When the inputs' digest equals the record's, the fast path (`steady.SteadyState`) replaces all
+of that: compare live metadata with the record, re-apply only what drifted.
 delete: the same objects (rendered plus recorded) in reverse order, namespaces only when empty
 of anything the component does not own, then the record itself.
 Every failure ends in one `error` event whose message names the component and the cause.
@@ -13,44 +15,26 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from reconciler.charts.render import Capabilities
-from reconciler.core.actions import ActionContext, ActionRegistry
+from reconciler.core.actions import HOOKS, ActionContext, ActionRegistry
 from reconciler.core.charts import ChartProvider
+from reconciler.core.results import Outcome
+from reconciler.core.steady import RenderCache, SteadyState
 from reconciler.errors import ClusterUnreachable, ReadinessTimeout, ReconcilerError, WaitTimeout
 from reconciler.kube import inventory
-from reconciler.kube.apply import apply_objects, live_versions, prepare_all
+from reconciler.kube.apply import apply_objects, prepare_all
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.delete import delete_objects
+from reconciler.kube.live import LiveIndex
 from reconciler.kube.transform import COMPONENT
-from reconciler.kube.wait import wait_ready
+from reconciler.kube.wait import all_ready, wait_ready
 from reconciler.model.kube_object import KubeObject, ObjectKey
 from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
 from reconciler.observability.logging import get_logger
 
 Report = Callable[[ProgressEvent], None]
 TRANSIENT_ERRORS = (ClusterUnreachable, ReadinessTimeout, WaitTimeout)
-
-
-@dataclass
-class Outcome:
-    """What one run did; `error` is empty on success."""
-
-    component: str
-    applied: int = 0
-    changed: list[ObjectKey] = field(default_factory=list)
-    pruned: list[ObjectKey] = field(default_factory=list)
-    deleted: list[ObjectKey] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    error: str = ""
-    transient: bool = False
-    """The error may go away by itself (cluster unreachable, not ready in time)."""
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return not self.error
 
 
 def _namespace_object(name: str) -> KubeObject:
@@ -66,10 +50,15 @@ class ComponentReconciler:
         actions: ActionRegistry | None = None,
         *,
         concurrency: int = 16,
+        full_after: float | None = None,
+        render_cache: int = 256,
     ) -> None:
         self.charts = charts
         self.actions = actions or ActionRegistry()
         self.concurrency = concurrency
+        self.full_after = full_after
+        """Seconds after which a component with unchanged inputs is applied in full again."""
+        self._rendered = RenderCache(render_cache)
 
     @staticmethod
     async def capabilities(cluster: Cluster) -> Capabilities:
@@ -77,7 +66,16 @@ class ComponentReconciler:
         the cluster connection; API versions refresh when CRDs change discovery)."""
         return Capabilities(await cluster.version(), tuple(await cluster.mapper.api_versions()))
 
-    async def run(self, task: Task, cluster: Cluster, report: Report | None = None) -> Outcome:
+    async def run(
+        self,
+        task: Task,
+        cluster: Cluster,
+        report: Report | None = None,
+        *,
+        live: LiveIndex | None = None,
+    ) -> Outcome:
+        """Run one task. `live`: the run's shared view of the cluster (one metadata LIST per
+        kind for every component of the run); without it reads are limited to this component."""
         started = time.monotonic()
         outcome = Outcome(task.component)
         emit = report or (lambda event: None)
@@ -89,7 +87,7 @@ class ComponentReconciler:
         ctx = ActionContext(task=task, kube=cluster, charts=self.charts, logger=log)
         try:
             if task.type is TaskType.RECONCILE:
-                await self._reconcile(ctx, outcome, phase)
+                await self._reconcile(ctx, outcome, phase, live or LiveIndex(shared=False))
             else:
                 await self._delete(ctx, outcome, phase)
         except ReconcilerError as exc:
@@ -117,18 +115,80 @@ class ComponentReconciler:
         return True
 
     async def _reconcile(
-        self, ctx: ActionContext, outcome: Outcome, phase: Callable[[str], None]
+        self,
+        ctx: ActionContext,
+        outcome: Outcome,
+        phase: Callable[[str], None],
+        index: LiveIndex,
     ) -> None:
         task, cluster = ctx.task, ctx.kube
         await self._hook("pre_reconcile", ctx, phase)
+        capabilities = await self.capabilities(cluster)
+        digest = await self.charts.digest(task, capabilities)
+        previous = await inventory.read(cluster, task.component, task.namespace, index)
+        if previous is not None and self._may_skip_render(task, previous, digest):
+            steady = SteadyState(cluster, task, previous, index)
+            if await steady.check(
+                lambda: self._desired(ctx, capabilities, digest, phase),
+                outcome,
+                phase,
+                concurrency=self.concurrency,
+            ):
+                await self._hook("post_reconcile", ctx, phase)
+                return
         phase("render chart")
-        ctx.objects = await self.charts.render(task, await self.capabilities(cluster))
+        ctx.objects = await self.charts.render(task, capabilities)
         if not await self._hook("reconcile", ctx, phase):
-            await self._apply(ctx, outcome, phase)
+            if digest and not self._has_actions(task.component):
+                self._rendered.put(digest, ctx.objects)
+            await self._apply(ctx, outcome, phase, previous, digest, index)
         await self._hook("post_reconcile", ctx, phase)
 
+    def _has_actions(self, component: str) -> bool:
+        return any(self.actions.hook(component, name) for name in HOOKS)
+
+    def _may_skip_render(self, task: Task, previous: inventory.Inventory, digest: str) -> bool:
+        """The fast path applies: same inputs as the last complete run, nothing forced, no
+        component actions (they may expect the rendered objects), no full run due."""
+        if task.force or not digest or previous.digest != digest or previous.state != "applied":
+            return False
+        if task.wait and not previous.ready:
+            return False
+        if self.full_after is not None and time.time() - previous.full_at >= self.full_after:
+            return False
+        return not self._has_actions(task.component)
+
+    async def _desired(
+        self,
+        ctx: ActionContext,
+        capabilities: Capabilities,
+        digest: str,
+        phase: Callable[[str], None],
+    ) -> list[KubeObject]:
+        """The prepared objects for `digest`: from the render cache, else rendered again."""
+        task = ctx.task
+        rendered = self._rendered.get(digest)
+        if rendered is None:
+            phase("render chart")
+            rendered = await self.charts.render(task, capabilities)
+            self._rendered.put(digest, rendered)
+        objects, _ = await prepare_all(
+            ctx.kube,
+            [*rendered, _namespace_object(task.namespace)],
+            namespace=task.namespace,
+            version=task.version,
+            component=task.component,
+        )
+        return objects
+
     async def _apply(
-        self, ctx: ActionContext, outcome: Outcome, phase: Callable[[str], None]
+        self,
+        ctx: ActionContext,
+        outcome: Outcome,
+        phase: Callable[[str], None],
+        previous: inventory.Inventory | None,
+        digest: str,
+        index: LiveIndex,
     ) -> None:
         task, cluster = ctx.task, ctx.kube
         objects, outcome.warnings = await prepare_all(
@@ -138,7 +198,6 @@ class ComponentReconciler:
             version=task.version,
             component=task.component,
         )
-        previous = await inventory.read(cluster, task.component, task.namespace)
         old = previous.by_key() if previous else {}
         owned_namespace = await self._ensure_namespace(cluster, task, old)
         if owned_namespace is not None:
@@ -157,9 +216,13 @@ class ComponentReconciler:
                     task.component, task.namespace, task.version, "applying", pending
                 ),
             )
-        before = await live_versions(cluster, objects, task.component) if old else {}
+        observed = await index.observe(cluster, objects, task.component) if old else {}
         result = await apply_objects(
-            cluster, objects, before=before, concurrency=self.concurrency, on_phase=phase
+            cluster,
+            objects,
+            before={key: state.resource_version for key, state in observed.items()},
+            concurrency=self.concurrency,
+            on_phase=phase,
         )
         outcome.applied = len(result.live)
         outcome.changed = result.changed
@@ -179,19 +242,27 @@ class ComponentReconciler:
                 warnings=outcome.warnings,
             )
             outcome.pruned = [obj.key for obj in pruned]
-        await inventory.write(
-            cluster,
-            inventory.Inventory(
-                task.component,
-                task.namespace,
-                task.version,
-                "applied",
-                [inventory.Entry.of(live) for live in result.live],
-            ),
+        final = {live.key: live for live in result.live}
+        record = inventory.Inventory(
+            task.component,
+            task.namespace,
+            task.version,
+            "applied",
+            [inventory.Entry.of(live) for live in final.values()],
+            digest=digest,
+            full_at=time.time(),
         )
-        if task.wait:
+        if task.wait and not all_ready(result.live):
+            # recorded before waiting: what was applied and pruned stays known if the wait fails
+            await inventory.write(cluster, record)
             phase("waiting for readiness")
-            await wait_ready(cluster, result.live, timeout=task.timeout, on_waiting=phase)
+            final.update(
+                await wait_ready(cluster, result.live, timeout=task.timeout, on_waiting=phase)
+            )
+        # observed after readiness: the controllers' status writes are part of the record
+        record.entries = [inventory.Entry.of(live) for live in final.values()]
+        record.ready = task.wait
+        await inventory.write(cluster, record)
 
     @staticmethod
     async def _still_ours(
@@ -258,6 +329,8 @@ class ComponentReconciler:
 def _summary(outcome: Outcome) -> str:
     if outcome.deleted:
         return f"deleted {len(outcome.deleted)} objects"
+    if outcome.checked and not outcome.applied:
+        return f"{outcome.checked} objects unchanged"
     parts = [f"{outcome.applied} objects applied", f"{len(outcome.changed)} changed"]
     if outcome.pruned:
         parts.append(f"{len(outcome.pruned)} pruned")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from reconciler.errors import ApplyError, ReconcilerError
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.transform import COMPONENT, prepare
+from reconciler.kube.transform import prepare
 from reconciler.kube.wait import wait_ready
 from reconciler.model.kube_object import KubeObject, ObjectKey
 
@@ -63,43 +63,6 @@ async def prepare_all(
         result.append(ready)
         warnings.extend(notes)
     return result, warnings
-
-
-async def live_versions(
-    cluster: Cluster, objects: list[KubeObject], component: str
-) -> dict[ObjectKey, str]:
-    """resourceVersion of each of the component's objects that exists now, so an apply can
-    tell which objects it really changed: one LIST per kind and namespace for namespaced
-    objects; cluster-scoped ones by name (a cluster-wide LIST would return the same component's
-    objects of every other release too, which grows with the fleet)."""
-    namespaced = {(o.api_version, o.kind, o.namespace) for o in objects if o.namespace}
-    cluster_scoped = [o for o in objects if not o.namespace]
-
-    async def listing(api_version: str, kind: str, namespace: str) -> list[KubeObject]:
-        try:
-            info = await cluster.mapper.resolve(api_version, kind)
-        except ApplyError:
-            return []  # kind not served yet (its CRD comes with this apply): all new
-        return await cluster.list(
-            info, namespace=namespace, label_selector=f"{COMPONENT}={component}"
-        )
-
-    async def single(obj: KubeObject) -> list[KubeObject]:
-        try:
-            live = await cluster.get(obj)
-        except ApplyError:
-            return []
-        return [live] if live is not None and live.labels.get(COMPONENT) == component else []
-
-    found = await asyncio.gather(
-        *(listing(*group) for group in sorted(namespaced)),
-        *(single(obj) for obj in cluster_scoped),
-    )
-    return {
-        obj.key: str(obj.metadata.get("resourceVersion", ""))
-        for live_objects in found
-        for obj in live_objects
-    }
 
 
 async def apply_objects(

@@ -119,10 +119,13 @@ class KubeClient:
         params: dict[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str | None = None,
     ) -> Any:
         """Send one request; return the decoded JSON body; raise KubeApiError on error status."""
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type} if content is not None else {}
+        if accept is not None:
+            headers["Accept"] = accept
         try:
             response = await self._http.request(
                 method, path, params=params, content=content, headers=headers

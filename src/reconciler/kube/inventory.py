@@ -5,17 +5,23 @@ the last reconciliation applied (apiVersion, kind, namespace, name). Pruning del
 previous record lists and the new render does not. The record is written *before* applying (old
 plus new, state `applying`) whenever new objects appear, so a crash mid-apply never leaves
 objects nobody knows about, and rewritten afterwards (state `applied`). An unchanged component
-rewrites nothing: the record's content depends only on the set of objects and the version.
+rewrites nothing: the record's content depends only on the set of objects, their observed state
+and the version.
+
+For the no-op fast path the record also holds the digest of the inputs the objects were rendered
+from, when the last full apply happened, and per object the resourceVersion and signature (see
+`live.signature`) last observed, after readiness, so the controllers' status writes are included.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from reconciler.kube.cluster import Cluster
+from reconciler.kube.live import INVENTORY, LiveIndex, Observed, observe
 from reconciler.kube.transform import COMPONENT, MANAGED_BY, MANAGER
 from reconciler.model.kube_object import KubeObject, ObjectKey
 
@@ -28,6 +34,17 @@ class Entry:
     kind: str
     namespace: str
     name: str
+    rv: str = ""
+    """resourceVersion last observed ("" when unknown)."""
+    sig: str = ""
+    """Signature last observed (see `live.signature`)."""
+
+    @property
+    def observed(self) -> Observed | None:
+        return Observed(self.rv, self.sig) if self.rv else None
+
+    def seen(self, state: Observed | None) -> Entry:
+        return replace(self, rv=state.resource_version, sig=state.signature) if state else self
 
     @property
     def key(self) -> ObjectKey:
@@ -41,7 +58,15 @@ class Entry:
 
     @classmethod
     def of(cls, live: KubeObject) -> Entry:
-        return cls(live.api_version, live.kind, live.namespace, live.name)
+        state = observe(live)
+        return cls(
+            live.api_version,
+            live.kind,
+            live.namespace,
+            live.name,
+            state.resource_version,
+            state.signature,
+        )
 
 
 @dataclass
@@ -51,6 +76,12 @@ class Inventory:
     version: str = ""
     state: str = "applied"
     entries: list[Entry] = field(default_factory=list)
+    digest: str = ""
+    """Digest of the inputs the entries were rendered from (see `ChartProvider.digest`)."""
+    full_at: float = 0.0
+    """Unix time of the last full apply (every object applied)."""
+    ready: bool = False
+    """The entries' state was observed after every object was ready."""
 
     def by_key(self) -> dict[ObjectKey, Entry]:
         return {entry.key: entry for entry in self.entries}
@@ -67,28 +98,43 @@ def _configmap(inventory: Inventory) -> dict[str, Any]:
         "metadata": {
             "name": configmap_name(inventory.component),
             "namespace": inventory.namespace,
-            "labels": {MANAGED_BY: MANAGER, COMPONENT: inventory.component},
+            "labels": {MANAGED_BY: MANAGER, COMPONENT: inventory.component, INVENTORY: "true"},
         },
         "data": {
             "component": inventory.component,
             "version": inventory.version,
             "state": inventory.state,
+            "digest": inventory.digest,
+            "fullAt": f"{inventory.full_at:.3f}",
+            "ready": "true" if inventory.ready else "false",
             "objects": json.dumps(
-                [asdict(e) for e in sorted(set(inventory.entries), key=lambda e: e.key)],
+                [asdict(e) for _, e in sorted({e.key: e for e in inventory.entries}.items())],
                 separators=(",", ":"),
             ),
         },
     }
 
 
-async def read(cluster: Cluster, component: str, namespace: str) -> Inventory | None:
-    stub = _configmap(Inventory(component, namespace))
-    live = await cluster.get(stub)
-    if live is None:
+async def read(
+    cluster: Cluster, component: str, namespace: str, live: LiveIndex | None = None
+) -> Inventory | None:
+    """The component's record; through `live` (one LIST for all records of a run) if given."""
+    stub = KubeObject(_configmap(Inventory(component, namespace)))
+    found = await live.record(cluster, stub) if live is not None else await cluster.get(stub)
+    if found is None:
         return None
-    data = live.raw.get("data") or {}
+    data = found.raw.get("data") or {}
     entries = [Entry(**e) for e in json.loads(data.get("objects", "[]"))]
-    return Inventory(component, namespace, data.get("version", ""), data.get("state", ""), entries)
+    return Inventory(
+        component,
+        namespace,
+        data.get("version", ""),
+        data.get("state", ""),
+        entries,
+        data.get("digest", ""),
+        float(data.get("fullAt") or 0),
+        data.get("ready") == "true",
+    )
 
 
 async def write(cluster: Cluster, inventory: Inventory) -> None:

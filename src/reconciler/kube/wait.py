@@ -8,7 +8,7 @@ from collections.abc import Callable
 from reconciler.errors import ReadinessTimeout, ReconcilerError, WaitTimeout
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.readiness import READY, Readiness, readiness
-from reconciler.model.kube_object import KubeObject
+from reconciler.model.kube_object import KubeObject, ObjectKey
 from reconciler.util.polling import poll_until
 
 WATCHED_KINDS = {
@@ -22,6 +22,11 @@ WATCHED_KINDS = {
 }
 
 
+def all_ready(objects: list[KubeObject]) -> bool:
+    """Whether these objects, as they are, need no waiting."""
+    return all(obj.kind not in WATCHED_KINDS or readiness(obj) == READY for obj in objects)
+
+
 class WorkloadFailed(ReconcilerError):
     """A workload reached a state from which waiting cannot help (e.g. a failed Job)."""
 
@@ -32,17 +37,20 @@ async def wait_ready(
     *,
     timeout: float,
     on_waiting: Callable[[str], None] | None = None,
-) -> None:
-    """Poll the objects whose kind has a readiness rule until all are ready."""
+) -> dict[ObjectKey, KubeObject]:
+    """Poll the objects whose kind has a readiness rule until all are ready; return the objects
+    as last read (those that needed polling), so callers can record their final state."""
     pending = {
         obj.key: obj for obj in objects if obj.kind in WATCHED_KINDS and readiness(obj) != READY
     }
     reasons: dict[object, str] = {}
+    seen: dict[ObjectKey, KubeObject] = {}
 
     async def check(obj: KubeObject) -> tuple[KubeObject, Readiness]:
         live = await cluster.get(obj)
         if live is None:
             return obj, Readiness(False, f"{obj}: does not exist (deleted by someone else?)")
+        seen[live.key] = live
         return obj, readiness(live)
 
     async def all_ready() -> bool:
@@ -65,10 +73,11 @@ async def wait_ready(
         return "readiness: " + "; ".join(shown) + more
 
     if not pending:
-        return
+        return seen
     try:
         await poll_until(
             all_ready, timeout=timeout, what=still_missing, interval=0.2, max_interval=2.0
         )
     except WaitTimeout as exc:
         raise ReadinessTimeout(str(exc)) from None
+    return seen

@@ -47,6 +47,8 @@ class Task:
     timeout: float = 300.0
     wait: bool = True
     """Wait until workloads are ready (off for benchmarks against `helm` without --wait)."""
+    force: bool = False
+    """Render and apply every object even when the inputs did not change (no fast path)."""
 
 
 @dataclass(frozen=True)

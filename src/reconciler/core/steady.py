@@ -1,0 +1,117 @@
+"""The no-op fast path: a component whose inputs did not change since its last complete run.
+
+Nothing is rendered or applied unless the cluster moved. The record (inventory) holds each
+object's resourceVersion and signature as observed after readiness; the run's `LiveIndex` gives
+the live ones from metadata-only LISTs. Per object:
+- missing, or signature changed (someone else took over or removed a field we applied, or the
+  object was re-created): *drift*, re-apply exactly that object, then wait for it;
+- resourceVersion moved, signature not (status writes, fields nobody applied): nothing to apply;
+  an object with a readiness rule is read once to check it is still ready;
+- unchanged: ready as recorded, nothing to do, nothing to write.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+
+from reconciler.core.results import Outcome
+from reconciler.kube import inventory
+from reconciler.kube.apply import apply_objects
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.live import LiveIndex
+from reconciler.kube.wait import WATCHED_KINDS, wait_ready
+from reconciler.model.kube_object import KubeObject, ObjectKey
+from reconciler.model.task import Task
+
+
+class RenderCache:
+    """Rendered objects by input digest, least recently used dropped beyond `size`."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, list[KubeObject]] = OrderedDict()
+
+    def get(self, digest: str) -> list[KubeObject] | None:
+        found = self._entries.get(digest)
+        if found is not None:
+            self._entries.move_to_end(digest)
+        return found
+
+    def put(self, digest: str, objects: list[KubeObject]) -> None:
+        if self.size <= 0:
+            return
+        self._entries[digest] = list(objects)
+        self._entries.move_to_end(digest)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+
+class SteadyState:
+    """One component's fast-path run against its record."""
+
+    def __init__(
+        self, cluster: Cluster, task: Task, record: inventory.Inventory, index: LiveIndex
+    ) -> None:
+        self.cluster = cluster
+        self.task = task
+        self.record = record
+        self.index = index
+
+    async def check(
+        self,
+        desired: Callable[[], Awaitable[list[KubeObject]]],
+        outcome: Outcome,
+        phase: Callable[[str], None],
+        *,
+        concurrency: int,
+    ) -> bool:
+        """Bring drifted objects back; False when the full path must run instead (the record
+        lists an object the render no longer has, or lacks observed state)."""
+        task, cluster = self.task, self.cluster
+        entries = self.record.by_key()
+        if not entries or any(entry.observed is None for entry in entries.values()):
+            return False
+        phase("checking live state")
+        observed = await self.index.observe(
+            cluster, [entry.as_object() for entry in entries.values()], task.component
+        )
+        drifted: list[ObjectKey] = []
+        moved: list[ObjectKey] = []
+        for key, entry in entries.items():
+            now = observed.get(key)
+            if now is None or now.signature != entry.sig:
+                drifted.append(key)
+            elif now.resource_version != entry.rv:
+                moved.append(key)
+        outcome.checked = len(entries)
+        recheck = [entries[key].as_object() for key in moved if entries[key].kind in WATCHED_KINDS]
+        if not drifted and not (task.wait and recheck):
+            return True  # the no-op: nothing applied, nothing written
+        final: dict[ObjectKey, KubeObject] = {}
+        if drifted:
+            by_key = {obj.key: obj for obj in await desired()}
+            if any(key not in by_key for key in drifted):
+                return False
+            result = await apply_objects(
+                cluster,
+                [by_key[key] for key in drifted],
+                before={k: observed[k].resource_version for k in drifted if k in observed},
+                concurrency=concurrency,
+                on_phase=phase,
+            )
+            outcome.applied = len(result.live)
+            outcome.changed = result.changed
+            outcome.warnings.extend(result.warnings)
+            final.update((live.key, live) for live in result.live)
+        if task.wait:
+            phase("waiting for readiness")
+            waited = [*final.values(), *recheck]
+            final.update(await wait_ready(cluster, waited, timeout=task.timeout, on_waiting=phase))
+        updated = [
+            inventory.Entry.of(final[key]) if key in final else entry.seen(observed.get(key))
+            for key, entry in entries.items()
+        ]
+        await inventory.write(cluster, replace(self.record, entries=updated))
+        return True

@@ -1,0 +1,28 @@
+"""`reconciler deploy` of an unchanged set is a no-op; `--force` applies everything again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli.test_deploy_cli import invoke_async, summary, workspace
+from tests.conftest import KubeTarget
+from tests.helpers.charts import CONFIGMAPS
+
+
+async def test_unchanged_deploy_applies_nothing_and_force_applies_everything(
+    kube_cluster: KubeTarget, tmp_path: Path
+) -> None:
+    ws = workspace(
+        tmp_path / "ws",
+        {"forced": {"templates": {"cms.yaml": CONFIGMAPS}, "values": {"configmaps": ["x", "y"]}}},
+    )
+    args = ("--kubeconfig", str(kube_cluster.kubeconfig), "-w", str(ws), "-o", "json")
+    try:
+        first = await invoke_async("deploy", *args)
+        assert first.exit_code == 0, first.output
+        again = summary(await invoke_async("deploy", *args))["forced"]
+        assert (again["state"], again["applied"], again["changed"]) == ("done", 0, [])
+        forced = summary(await invoke_async("deploy", *args, "--force"))["forced"]
+        assert (forced["state"], forced["applied"], forced["changed"]) == ("done", 2, [])
+    finally:
+        assert (await invoke_async("delete", *args)).exit_code == 0
