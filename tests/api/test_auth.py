@@ -42,7 +42,7 @@ EXPECTED_ROLES = {
     ("GET", "/v1/reconciliations"): Role.VIEWER,
     ("GET", "/v1/reconciliations/{schedulingID}/info"): Role.VIEWER,
     ("PUT", "/v1/reconciliations/{schedulingID}/debug"): Role.OPERATOR,
-    ("DELETE", "/v1/reconciliations/cluster/{runtimeID}"): Role.ADMIN,
+    ("DELETE", "/v1/reconciliations/cluster/{runtimeID}"): Role.OPERATOR,  # as the original
     ("POST", "/v1/operations/{schedulingID}/{correlationID}/stop"): Role.OPERATOR,
     ("PUT", "/v1/operations/{schedulingID}/{correlationID}/debug"): Role.OPERATOR,
     ("GET", "/v1/clusters"): Role.VIEWER,

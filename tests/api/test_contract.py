@@ -30,6 +30,9 @@ ALIASES = {
     "/clusters/{}/configs/{}/status": "/clusters/{}/config/{}/status",
     "/clusters/{}/statusChanges/{}": "/clusters/{}/statusChanges",
 }
+# Path forms whose 200 body is a bare array of the reference form's list (the broker decodes
+# `/statusChanges/{offset}` as `[]statusChange`): the shape and the list field it holds.
+BARE_ARRAYS = {"/clusters/{}/statusChanges/{}": "statusChanges"}
 # Answers the reference does not list for a path, and why they are right.
 UNDOCUMENTED = {
     ("get", "/clusters/{}/config/{}", 404),  # unknown cluster/version: reference lists only 200
@@ -98,6 +101,9 @@ def problems_with(exchange: Exchange, spec: dict[str, Any]) -> list[str]:
     schema = resolve(response, spec).get("content", {}).get("application/json", {}).get("schema")
     if schema is None:
         return []
+    shape = re.sub(r"\{[^}]+\}", "{}", exchange.template.removeprefix("/v1"))
+    if shape in BARE_ARRAYS and exchange.status == 200:
+        schema = schema["properties"][BARE_ARRAYS[shape]]
     validator = jsonschema.Draft7Validator(schema, format_checker=format_checker())
     return [
         f"{where}: {error.json_path}: {error.message}"

@@ -168,3 +168,47 @@ async def test_body_without_content_type_is_parsed_as_json(api: Api) -> None:
     raw = json.dumps(cluster_body("rt-no-type")).encode()
     response = await api.client.post("/v1/clusters", content=raw, headers={"Content-Type": ""})
     assert response.status_code == 200, response.text
+
+
+async def test_wrong_method_answers_405_naming_every_method_of_that_path(api: Api) -> None:
+    for method, path, allowed in (
+        ("PATCH", "/v1/clusters", "GET, POST, PUT"),
+        ("DELETE", "/v1/clusters/rt-x/status", "GET, PUT"),
+        ("POST", "/v1/reconciliations", "GET"),
+    ):
+        response = await api.client.request(method, path)
+        assert response.status_code == 405, (method, path)
+        assert response.headers["Allow"] == allowed
+        assert response.json() == {"error": "Method Not Allowed"}
+
+
+@pytest.mark.parametrize("value", ["0.5", "1700000000", "yesterday", "2026-13-01T00:00:00Z"])
+async def test_reconciliation_time_filters_must_be_rfc3339(api: Api, value: str) -> None:
+    for name in ("before", "after"):
+        response = await api.client.get("/v1/reconciliations", params={name: value})
+        assert response.status_code == 400, response.text
+        assert response.json()["error"] == f"{name}: not an RFC 3339 date-time"
+
+
+async def test_reconciliation_time_filters_accept_rfc3339_with_or_without_zone(api: Api) -> None:
+    for value in ("2026-11-24T10:00:00Z", "2026-11-24T10:00:00+01:00", "2026-11-24T10:00:00"):
+        response = await api.client.get("/v1/reconciliations", params={"before": value})
+        assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("DELETE", "/v1/reconciliations/cluster/null,null"),
+        ("GET", "/v1/clusters/a,b/status"),
+        ("DELETE", "/v1/clusters/-leading-dash"),
+    ],
+)
+async def test_path_runtime_id_that_no_cluster_can_have_is_a_400(
+    api: Api, method: str, path: str
+) -> None:
+    before = await snapshot(api.engine)
+    response = await api.client.request(method, path)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"].startswith("runtimeID: ")
+    assert await snapshot(api.engine) == before

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reconciler.api.routing import allowed_methods
 from reconciler.errors import ConflictError, NotFoundError, ReconcilerError
 from reconciler.model.status import StatusTransitionError
 
@@ -82,9 +83,13 @@ async def _request_validation(_: Request, exc: Exception) -> JSONResponse:
     return error_response(400, describe_validation(exc.errors()))
 
 
-async def _http_exception(_: Request, exc: Exception) -> JSONResponse:
+async def _http_exception(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
-    return error_response(exc.status_code, str(exc.detail), headers=exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:  # the router names only the first route's methods
+        allowed = allowed_methods(request.app.router.routes, request.scope)
+        headers["Allow"] = ", ".join(allowed) or headers.get("Allow", "")
+    return error_response(exc.status_code, str(exc.detail), headers=headers)
 
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:

@@ -42,6 +42,17 @@ def match_route(routes: Sequence[BaseRoute], scope: Scope) -> RouteMatch | None:
     return None
 
 
+def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> list[str]:
+    """Every method some route serves at this path (for a 405's `Allow` header; several
+    routes may share one path, e.g. POST and PUT `/v1/clusters`)."""
+    methods: set[str] = set()
+    for context in iter_route_contexts(routes):
+        match, _ = context.matches(scope)
+        if match is not Match.NONE:
+            methods.update(getattr(context.original_route, "methods", None) or ())
+    return sorted(methods)
+
+
 def scope_state(scope: Scope) -> dict[str, Any]:
     """The per-request state dict (`request.state`), shared by middlewares and handlers."""
     state: dict[str, Any] = scope.setdefault("state", {})

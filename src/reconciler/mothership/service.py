@@ -79,6 +79,11 @@ class MothershipService:
     async def cluster_at(self, runtime_id: str, config_version: int) -> ClusterState:
         return await self.inventory.at_config(runtime_id, config_version)
 
+    async def config_status(self, runtime_id: str, config_version: int) -> ClusterState:
+        """The cluster as of that configuration version, with that version's own (last)
+        status: an older version reports how it ended, not what the cluster does now."""
+        return await self.inventory.at_config(runtime_id, config_version, own_status=True)
+
     async def state_by(
         self,
         *,
@@ -127,8 +132,8 @@ class MothershipService:
         ):
             return []
         latest = await self.repo.latest_for(state.runtime_id)
-        if latest is None:
-            return []
+        if latest is None or latest.config_version != state.config_version:
+            return []  # the latest run worked on another version
         _, ops = await self.repo.get(latest.scheduling_id)
         return [
             Failure(op.component, op.reason)

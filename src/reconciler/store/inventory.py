@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -345,12 +345,32 @@ class InventoryRepository:
                 raise NotFoundError(f"cluster {runtime_id} not found")
             return await self._state(conn, head)
 
-    async def at_config(self, runtime_id: str, config_version: int) -> ClusterState:
-        """The cluster as of `config_version` (current status)."""
+    async def at_config(
+        self, runtime_id: str, config_version: int, *, own_status: bool = False
+    ) -> ClusterState:
+        """The cluster as of `config_version`: with the cluster's current status, or with
+        `own_status` the last status that version had (the original's `statusURL` of an older
+        version reports how that version ended, not what the cluster does now)."""
         async with self.engine.connect() as conn:
             head = await self._head(conn, runtime_id)
             if head is None:
                 raise NotFoundError(f"cluster {runtime_id} not found")
+            if own_status and config_version != head.config_version:
+                row = (
+                    await conn.execute(
+                        sa.select(cluster_statuses.c.status, cluster_statuses.c.created)
+                        .where(
+                            cluster_statuses.c.runtime_id == runtime_id,
+                            cluster_statuses.c.config_version == config_version,
+                        )
+                        .order_by(cluster_statuses.c.id.desc())
+                        .limit(1)
+                    )
+                ).first()
+                if row is not None:
+                    head = replace(
+                        head, status=ClusterStatus(row.status), status_changed=_aware(row.created)
+                    )
             return await self._state(conn, head, config_version)
 
     async def heads(

@@ -29,7 +29,7 @@ from reconciler.model.status import ClusterStatus, StatusTransitionError
 
 router = APIRouter(tags=["clusters"])
 Ctx = Annotated[ApiContext, Depends(context)]
-RuntimeID = Annotated[str, Path(alias="runtimeID", min_length=1)]
+RuntimeID = Annotated[str, Path(alias="runtimeID", min_length=1, pattern=s.RUNTIME_ID)]
 ConfigVersion = Annotated[int, Path(alias="configVersion", ge=1, le=2**63 - 1)]
 DEFAULT_OFFSET = "168h"
 
@@ -166,8 +166,10 @@ async def cluster_config(
 async def config_status(
     runtime_id: RuntimeID, config_version: ConfigVersion, request: Request, ctx: Ctx
 ) -> s.ClusterResponse:
-    """The `statusURL` the broker polls."""
-    return await _respond(ctx, request, await ctx.service.cluster_at(runtime_id, config_version))
+    """The `statusURL` the broker polls: that version's own status (an older version reports
+    how it ended, not the cluster's current status)."""
+    state = await ctx.service.config_status(runtime_id, config_version)
+    return await _respond(ctx, request, state)
 
 
 for segment in ("configs", "config"):
@@ -210,6 +212,7 @@ async def status_changes(
 )
 async def status_changes_in_path(
     runtime_id: RuntimeID, offset: Annotated[str, Path()], ctx: Ctx
-) -> s.StatusChangesResponse:
-    """As `statusChanges?offset=`, with the offset as a path segment (the broker's spelling)."""
-    return await _changes(ctx, runtime_id, offset)
+) -> list[s.StatusChangeOut]:
+    """As `statusChanges?offset=`, with the offset as a path segment (the broker's spelling),
+    answered as a bare array: the broker's client decodes it so."""
+    return (await _changes(ctx, runtime_id, offset)).statusChanges
