@@ -129,3 +129,21 @@ async def test_old_statuses_are_purged_but_the_current_one_is_kept(
     purged = await inventory.purge_statuses(dt.timedelta(0), keep_latest=2)
     assert purged == 5
     assert (await inventory.latest("rt-1")).status is S.READY
+
+
+async def test_older_config_version_keeps_its_own_last_status(
+    inventory: InventoryRepository,
+) -> None:
+    first, _ = await inventory.upsert(cluster_spec("rt-1"))
+    await inventory.set_status("rt-1", S.RECONCILING)
+    await inventory.set_status("rt-1", S.READY)
+    await inventory.upsert(cluster_spec("rt-1", components=("istio",)))
+    await inventory.set_status("rt-1", S.RECONCILING)
+    await inventory.set_status("rt-1", S.ERROR)
+    old = await inventory.at_config("rt-1", first.config_version, own_status=True)
+    assert (old.config_version, old.status) == (first.config_version, S.READY)
+    current = await inventory.at_config("rt-1", first.config_version)
+    assert current.status is S.ERROR  # without own_status: the cluster's current status
+    latest = await inventory.latest("rt-1")
+    own = await inventory.at_config("rt-1", latest.config_version, own_status=True)
+    assert own.status is S.ERROR
