@@ -5,6 +5,7 @@ work in progress (raw in the reconciliation list), failures listed, JSON without
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from reconciler.api import ApiSettings
@@ -154,17 +155,23 @@ async def test_retryable_errors_look_like_work_in_progress_except_in_the_reconci
         assert "reconcile_error_retryable" not in {c["status"] for c in changes}
 
 
+def _breakable(
+    tmp_path: Path, tokens: Tokens, broken: set[str]
+) -> AbstractAsyncContextManager[Api]:
+    """An admin client of an API whose engine fails the components in `broken`."""
+    return running_api(
+        tmp_path,
+        ApiSettings(tokens_file=tokens.path),
+        invoker=_failing(broken, "broken chart"),
+        headers=tokens.header(Role.ADMIN),
+    )
+
+
 async def test_reposting_an_identical_cluster_in_error_starts_a_new_reconciliation(
     tmp_path: Path, tokens: Tokens
 ) -> None:
-    settings = ApiSettings(tokens_file=tokens.path)
     broken = {"istio"}
-    async with running_api(
-        tmp_path,
-        settings,
-        invoker=_failing(broken, "broken chart"),
-        headers=tokens.header(Role.ADMIN),
-    ) as api:
+    async with _breakable(tmp_path, tokens, broken) as api:
         body = cluster_body("rt-repost")
         await api.client.post("/v1/clusters", json=body)
         failed = await _wait_status(api, "rt-repost", "error")
@@ -188,14 +195,8 @@ async def test_reposting_an_identical_cluster_in_error_starts_a_new_reconciliati
 async def test_status_url_of_an_older_configuration_reports_that_versions_own_status(
     tmp_path: Path, tokens: Tokens
 ) -> None:
-    settings = ApiSettings(tokens_file=tokens.path)
     broken: set[str] = set()
-    async with running_api(
-        tmp_path,
-        settings,
-        invoker=_failing(broken, "broken chart"),
-        headers=tokens.header(Role.ADMIN),
-    ) as api:
+    async with _breakable(tmp_path, tokens, broken) as api:
         first = (await api.client.post("/v1/clusters", json=cluster_body("rt-own"))).json()
         await _wait_status(api, "rt-own", "ready")
         broken.add("serverless")
