@@ -12,6 +12,8 @@ does not need.
 
 from __future__ import annotations
 
+from reconciler.version import __version__
+
 TYPE_CHECKING = False  # `typing` alone costs more to import than this whole module
 if TYPE_CHECKING:
     from typing import Any
@@ -21,8 +23,6 @@ if TYPE_CHECKING:
     from reconciler.kube.cluster import Cluster
     from reconciler.model.kube_object import KubeObject
     from reconciler.model.task import Task, TaskType
-
-__version__ = "0.1.0"
 
 _EXPORTS = {
     "ActionContext": "reconciler.core.actions",

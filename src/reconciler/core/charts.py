@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import Protocol
 
-from reconciler import __version__
 from reconciler.charts.render import Capabilities, Renderer, default_renderer, tree_fingerprint
 from reconciler.charts.sources import ChartCache
 from reconciler.charts.values import chart_values
@@ -21,6 +20,7 @@ from reconciler.charts.workspace import Workspace, chart_crd_names, crds_of
 from reconciler.model.component import CRDS_COMPONENT
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
+from reconciler.version import __version__
 
 
 class ChartProvider(Protocol):
