@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from reconciler.charts import yamlio
-from reconciler.devcluster.paths import find_binary
+from reconciler.paths import find_binary
 from tests.conftest import KubeTarget
 
 CORPUS: dict[str, str] = {
