@@ -2,8 +2,8 @@
 
 Installs Debian's server package when missing, `initdb`s into a directory, starts on a free
 loopback port with durability switched off (fsync, synchronous_commit: this data is disposable)
-and stops it again. PostgreSQL refuses to run as root, so as root it runs as the `postgres` user
-the Debian package creates.
+and stops it again, or pauses and resumes it (fault tests). PostgreSQL refuses to run as root, so
+as root it runs as the `postgres` user the Debian package creates.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import asyncio
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -95,6 +96,11 @@ class PostgresServer:
         if result.returncode != 0:
             raise DevClusterError(f"initdb failed in {data}: {result.stderr.strip()}")
         (self.port,) = free_ports(1)
+        await self._launch()
+
+    async def _launch(self) -> None:
+        data = self.directory / "data"
+        bindir = ensure_installed()
         log = self.directory / "postgres.log"
         log.touch()
         if self._user:
@@ -144,6 +150,22 @@ class PostgresServer:
         finally:
             await connection.close()
         return self.url(name)
+
+    async def pause(self) -> None:
+        """Stop the server as a database restart looks to its clients (fast shutdown: every
+        connection is dropped), keeping the data; `resume` starts it again on the same port."""
+        data = str(self.directory / "data")
+        if self.pid and is_running(self.pid, data):
+            os.kill(self.pid, signal.SIGINT)
+
+            async def gone() -> bool:
+                return not is_running(self.pid, data)
+
+            await poll_until(gone, timeout=30, what="postgres to shut down")
+        self.pid = 0
+
+    async def resume(self) -> None:
+        await self._launch()
 
     async def stop(self) -> None:
         if self.pid:

@@ -3,21 +3,33 @@
 `run_every` repeats a tick until stopped, pausing between ticks on a wake-up channel or the stop
 event; an exception in a tick is logged and the next tick retries. `each` runs a tick's per-item
 work so that one bad item (a row that cannot be finished, a cluster that cannot be scheduled) is
-logged with its identity and skipped: it never blocks the items behind it.
+logged with its identity and skipped: it never blocks the items behind it. `retry_transient`
+carries one database call over a short outage (a PostgreSQL restart) instead of failing it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
 import structlog
 
+from reconciler.store.db import is_transient
+
 log = structlog.get_logger()
 T = TypeVar("T")
 Pause = Callable[[float], Awaitable[None]]
+
+
+def _failed(what: str, exc: Exception, **context: object) -> None:
+    """A database outage is expected and short: one line. Anything else gets its traceback."""
+    if is_transient(exc):
+        log.warning(f"{what} failed", error=str(exc), **context)
+    else:
+        log.exception(f"{what} failed", error=str(exc), **context)
 
 
 async def run_every(
@@ -40,7 +52,7 @@ async def run_every(
         try:
             await tick()
         except Exception as exc:  # keep going: the next tick retries
-            log.exception(f"{name} failed", error=str(exc))
+            _failed(name, exc)
         if not stop.is_set():
             await wait(interval)
 
@@ -57,7 +69,31 @@ async def each(
         try:
             await handle(item)
         except Exception as exc:
-            log.exception(f"{what} failed", error=str(exc), **describe(item))
+            _failed(what, exc, **describe(item))
         else:
             succeeded += 1
     return succeeded
+
+
+async def retry_transient(
+    what: str,
+    call: Callable[[], Awaitable[T]],
+    *,
+    give_up_at: float,
+    first_delay: float = 0.1,
+    max_delay: float = 2.0,
+) -> T:
+    """Await `call()`, trying again with exponential backoff while it fails with a transient
+    database error and the monotonic clock is before `give_up_at`; then raise the last error."""
+    delay = first_delay
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            now = time.monotonic()
+            if not is_transient(exc) or now >= give_up_at:
+                raise
+            delay = min(delay, max(give_up_at - now, 0.0))
+            log.warning(f"{what} failed, trying again", error=str(exc), retry_in=round(delay, 2))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, max_delay)

@@ -143,6 +143,7 @@ class PostgresNotifier(Notifier):
 
     async def _drop_listener(self) -> None:
         if self._raw is not None:
+            self._raw.remove_termination_listener(self._on_lost)
             with contextlib.suppress(Exception):
                 await self._raw.remove_listener(PG_CHANNEL, self._on_notify)
         if self._listener is not None:

@@ -2,7 +2,10 @@
 
 Concurrency is bounded per instance (`workers`) and per cluster (`per_cluster`), claims are
 oldest-first, so one big cluster cannot starve the others. While an operation runs, a heartbeat
-keeps it from being declared orphan; a failure is retried with exponential backoff up to
+keeps it from being declared orphan; heartbeats and the final write ride out short database
+outages (retry with backoff until the orphan timeout), and a run whose operation is lost to this
+worker (unreachable past the orphan timeout, or orphaned) is stopped, so it never runs twice at
+once. A failure is retried with exponential backoff up to
 `max_retries`, then it is an error. On shutdown, running operations are handed back as `orphan`
 so another instance (or this one, restarted) picks them up at once: never lost, never half-done
 without a record.
@@ -18,6 +21,7 @@ import os
 import socket
 import time
 from collections import OrderedDict
+from typing import Any
 
 import structlog
 
@@ -26,6 +30,7 @@ from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
 from reconciler.model.status import OperationState
 from reconciler.mothership.invoker import Invoker, InvokeResult
+from reconciler.mothership.loops import retry_transient
 from reconciler.mothership.notifier import Channel, Notifier
 from reconciler.mothership.settings import Settings
 from reconciler.observability.metrics import Metrics
@@ -104,9 +109,15 @@ class WorkerPool:
         for key, task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-            await self.repo.update(
-                key, OperationState.ORPHAN, reason="instance shut down", worker=self.worker
-            )
+            try:
+                handed = await self.repo.update(
+                    key, OperationState.ORPHAN, reason="instance shut down", worker=self.worker
+                )
+            except Exception as exc:  # the orphan timeout hands it back instead
+                log.warning("cannot hand back operation", key=key, error=str(exc))
+                continue
+            if not handed:
+                log.warning("operation was no longer ours to hand back", key=key)
 
     async def _state(self, op: Operation) -> ClusterState:
         """The configuration an operation works on; config versions never change, so they are
@@ -122,10 +133,56 @@ class WorkerPool:
             self._states.move_to_end(key)
         return state
 
-    async def _heartbeat(self, key: tuple[str, str]) -> None:
+    async def _heartbeat(
+        self, key: tuple[str, str], bound: structlog.typing.FilteringBoundLogger
+    ) -> None:
+        """Keep the operation alive; return only when it is lost to this worker: the database
+        stayed unreachable past the orphan timeout, or the operation is no longer in progress
+        here (orphaned, taken over). The caller then stops the local run."""
+        alive_at = time.monotonic()
         while True:
             await asyncio.sleep(self.settings.heartbeat_interval)
-            await self.repo.heartbeat(key, self.worker)
+            try:
+                alive = await retry_transient(
+                    "heartbeat",
+                    lambda: self.repo.heartbeat(key, self.worker),
+                    give_up_at=alive_at + self.settings.orphan_timeout,
+                )
+            except Exception as exc:
+                bound.error("heartbeat lost past the orphan timeout", error=str(exc))
+                return
+            if not alive:
+                bound.error("operation is no longer in progress for this worker")
+                return
+            alive_at = time.monotonic()
+
+    async def _invoke(
+        self, op: Operation, bound: structlog.typing.FilteringBoundLogger
+    ) -> InvokeResult:
+        async def progress(_message: str) -> None:
+            with contextlib.suppress(Exception):  # liveness is the heartbeat loop's job
+                await self.repo.heartbeat(op.key, self.worker)
+
+        try:
+            state = await retry_transient(
+                "reading the configuration",
+                lambda: self._state(op),
+                give_up_at=time.monotonic() + self.settings.orphan_timeout,
+            )
+            return await asyncio.wait_for(
+                self.invoker.invoke(op, state, progress), self.settings.operation_timeout
+            )
+        except TimeoutError:
+            return InvokeResult(
+                False,
+                f"component {op.component}: no result within {self.settings.operation_timeout:g}s",
+                transient=True,
+            )
+        except ReconcilerError as exc:
+            return InvokeResult(False, f"component {op.component}: {exc}")
+        except Exception as exc:  # a bug must fail the operation, not the pool
+            bound.exception("invoker crashed")
+            return InvokeResult(False, f"component {op.component}: internal error: {exc!r}")
 
     async def _process(self, op: Operation) -> None:
         bound = log.bind(
@@ -134,32 +191,45 @@ class WorkerPool:
             correlation_id=op.correlation_id,
             component=op.component,
         )
-        heartbeat = asyncio.create_task(self._heartbeat(op.key))
-
-        async def progress(_message: str) -> None:
-            await self.repo.heartbeat(op.key, self.worker)
-
+        work = asyncio.create_task(self._invoke(op, bound))
+        heartbeat = asyncio.create_task(self._heartbeat(op.key, bound))
         try:
-            state = await self._state(op)
-            result = await asyncio.wait_for(
-                self.invoker.invoke(op, state, progress), self.settings.operation_timeout
-            )
-        except TimeoutError:
-            result = InvokeResult(
-                False,
-                f"component {op.component}: no result within {self.settings.operation_timeout:g}s",
-                transient=True,
-            )
-        except ReconcilerError as exc:
-            result = InvokeResult(False, f"component {op.component}: {exc}")
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a bug must fail the operation, not the pool
-            bound.exception("invoker crashed")
-            result = InvokeResult(False, f"component {op.component}: internal error: {exc!r}")
+            await asyncio.wait({work, heartbeat}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            heartbeat.cancel()
-        await self._record(op, result, bound)
+            for task in (work, heartbeat):
+                task.cancel()
+            await asyncio.gather(work, heartbeat, return_exceptions=True)
+        if work.cancelled():
+            bound.error("local run stopped: the operation is left to whoever owns it now")
+            return
+        await self._record(op, work.result(), bound)
+
+    async def _write(
+        self,
+        op: Operation,
+        state: OperationState,
+        bound: structlog.typing.FilteringBoundLogger,
+        **changes: Any,
+    ) -> bool:
+        """Write the operation's result (compare-and-set: still in progress for this worker),
+        carried over short database outages; log when the write was refused or impossible."""
+        try:
+            written = await retry_transient(
+                "recording the result",
+                lambda: self.repo.update(op.key, state, worker=self.worker, **changes),
+                give_up_at=time.monotonic() + self.settings.orphan_timeout,
+            )
+        except Exception as exc:
+            bound.error(
+                "result lost: the operation will be orphaned", state=state.value, error=str(exc)
+            )
+            return False
+        if not written:
+            bound.warning(
+                "result not recorded: the operation is no longer in progress for this worker",
+                state=state.value,
+            )
+        return written
 
     async def _record(
         self, op: Operation, result: InvokeResult, bound: structlog.typing.FilteringBoundLogger
@@ -173,36 +243,35 @@ class WorkerPool:
             bound.info("operation handed to a component reconciler")
             return  # heartbeats and the result arrive as callbacks
         if result.requeue_after is not None:
-            await self.repo.update(
-                op.key,
+            if await self._write(
+                op,
                 OperationState.FAILED,
+                bound,
                 reason=result.reason,
-                worker=self.worker,
                 retry_after=dt.timedelta(seconds=result.requeue_after),
                 count_retry=False,
-            )
-            bound.info("operation requeued", reason=result.reason, retry_in=result.requeue_after)
+            ):
+                bound.info(
+                    "operation requeued", reason=result.reason, retry_in=result.requeue_after
+                )
         elif result.ok:
-            await self.repo.update(op.key, OperationState.DONE, reason="", worker=self.worker)
-            bound.info("operation done")
+            if await self._write(op, OperationState.DONE, bound, reason=""):
+                bound.info("operation done")
         elif op.retries < self.settings.max_retries:
             backoff = self.settings.retry_backoff * (2**op.retries)
-            await self.repo.update(
-                op.key,
+            if await self._write(
+                op,
                 OperationState.FAILED,
+                bound,
                 reason=result.reason,
                 transient=result.transient,
                 retry_after=dt.timedelta(seconds=backoff),
-                worker=self.worker,
-            )
-            bound.warning("operation failed, will retry", reason=result.reason, retry_in=backoff)
-        else:
-            await self.repo.update(
-                op.key,
-                OperationState.ERROR,
-                reason=result.reason,
-                transient=result.transient,
-                worker=self.worker,
-            )
+            ):
+                bound.warning(
+                    "operation failed, will retry", reason=result.reason, retry_in=backoff
+                )
+        elif await self._write(
+            op, OperationState.ERROR, bound, reason=result.reason, transient=result.transient
+        ):
             bound.error("operation failed", reason=result.reason)
         await self.notifier.notify(Channel.FINISHED)

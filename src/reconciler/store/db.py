@@ -18,6 +18,34 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
+_CONNECTION_EXCEPTION = "08"
+_TRANSIENT_STATES = {
+    "57P01",  # admin_shutdown
+    "57P02",  # crash_shutdown
+    "57P03",  # cannot_connect_now: the database system is starting up
+    "53300",  # too_many_connections
+    "40001",  # serialization_failure
+    "40P01",  # deadlock_detected
+}
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether `exc` is the database being briefly unreachable (restart, failover, dropped or
+    busy connection), so the same statement may succeed when tried again. Constraint
+    violations and bad SQL are not."""
+    if isinstance(exc, (OSError, TimeoutError)):
+        return True
+    if isinstance(exc, sa.exc.DBAPIError):
+        state = getattr(exc.orig, "sqlstate", None) or ""
+        return (
+            exc.connection_invalidated
+            or isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError))
+            or state.startswith(_CONNECTION_EXCEPTION)
+            or state in _TRANSIENT_STATES
+        )
+    return False
+
+
 def is_postgres(engine: AsyncEngine) -> bool:
     return engine.dialect.name == "postgresql"
 
@@ -25,7 +53,7 @@ def is_postgres(engine: AsyncEngine) -> bool:
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     """An async engine for `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...`."""
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        engine = create_async_engine(url, connect_args={"timeout": 30}, hide_parameters=True)
 
         @sa.event.listens_for(engine.sync_engine, "connect")
         def _pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -38,8 +66,11 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
 
         return engine
     # no pre-ping: it costs a round trip per checkout (10 % of engine time at scale); a dropped
-    # connection fails one statement and the loops retry
-    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size)
+    # connection fails one statement and the loops retry. Parameters stay out of error messages:
+    # they hold encrypted kubeconfigs and configuration values.
+    return create_async_engine(
+        url, pool_size=pool_size, max_overflow=pool_size, hide_parameters=True
+    )
 
 
 def _alembic_config(connection: sa.Connection | None = None) -> Config:
