@@ -110,10 +110,9 @@ async def cluster_factory(
         await cluster.stop()
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """One real PostgreSQL server for the session (a directory the postgres user may enter)."""
-    directory = Path(tempfile.mkdtemp(prefix="reconciler-pg-"))
+def running_postgres(prefix: str = "reconciler-pg-") -> Iterator[PostgresServer]:
+    """A started PostgreSQL server in a directory the postgres user may enter; removed after."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
     server = PostgresServer(directory)
     asyncio.run(server.start())
     try:
@@ -121,6 +120,12 @@ def postgres_server() -> Iterator[PostgresServer]:
     finally:
         asyncio.run(server.stop())
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session."""
+    yield from running_postgres()
 
 
 @pytest.fixture(scope="module")

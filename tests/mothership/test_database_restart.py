@@ -8,8 +8,6 @@ established again afterwards, so other instances' wake-ups still arrive.
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -30,6 +28,7 @@ from reconciler.mothership.planner import Planner
 from reconciler.mothership.settings import Settings
 from reconciler.store.tables import operations
 from reconciler.util.polling import poll_until
+from tests.conftest import running_postgres
 from tests.helpers.invokers import cluster_spec, new_key_file
 from tests.mothership.test_engine import wait_for
 
@@ -43,14 +42,7 @@ OUTAGE = 3.0
 @pytest.fixture
 def server() -> Iterator[PostgresServer]:
     """A server of this test's own: pausing the session's would disturb other tests."""
-    directory = Path(tempfile.mkdtemp(prefix="reconciler-pg-restart-"))
-    server = PostgresServer(directory)
-    asyncio.run(server.start())
-    try:
-        yield server
-    finally:
-        asyncio.run(server.stop())
-        shutil.rmtree(directory, ignore_errors=True)
+    yield from running_postgres("reconciler-pg-restart-")
 
 
 class Recorder:
