@@ -51,3 +51,4 @@ clean:
 bench: testbed
 	$(PY) benchmarks/bench_apply_vs_helm.py
 	$(PY) benchmarks/bench_fanout.py
+	$(PY) benchmarks/bench_set.py

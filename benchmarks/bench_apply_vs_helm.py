@@ -28,7 +28,6 @@ from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
 from reconciler.model.task import Task
-from reconciler.paths import find_binary
 
 NAME = "apply-vs-helm"
 TARGET = 0.3
@@ -65,21 +64,9 @@ class Runners:
         self.root = root
         self.kubeconfig = kubeconfig
         self.reconciler = reconciler
-        helm = find_binary("helm")
-        if helm is None:
-            raise SystemExit("helm not found: run 'reconciler dev-cluster build'")
-        self.helm = str(helm)
-        base = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-        # the CLI's chart cache and helm's state live in the scratch directory, not in $HOME
-        self.cli_env = {**base, "RECONCILER_CACHE_DIR": str(root / "cli-cache")}
-        self.cli_env["TEST_ASSET_HELM"] = self.helm
-        self.helm_env = {
-            **base,
-            "HELM_CACHE_HOME": str(root / "helm" / "cache"),
-            "HELM_CONFIG_HOME": str(root / "helm" / "config"),
-            "HELM_DATA_HOME": str(root / "helm" / "data"),
-        }
-        self.reconciler_cli = str(Path(sys.executable).with_name("reconciler"))
+        tools = benchlib.clis(root)
+        self.helm, self.reconciler_cli = tools.helm, tools.reconciler
+        self.cli_env, self.helm_env = tools.reconciler_env, tools.helm_env
 
     def _components_file(self, chart: str, namespace: str) -> Path:
         path = self.root / "components" / f"{namespace}.yaml"

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from reconciler.devcluster import DevCluster, DevClusterInfo
 from reconciler.devcluster.build import build_all
+from reconciler.paths import find_binary
 
 BENCH_DIR = Path(__file__).resolve().parent
 CHARTS_DIR = BENCH_DIR / "charts"
@@ -40,11 +41,12 @@ T = TypeVar("T")
 
 @contextlib.asynccontextmanager
 async def dev_cluster(
-    directory: Path, *, controller_manager: bool
+    directory: Path, *, controller_manager: bool, kubelet: bool = False
 ) -> AsyncIterator[DevClusterInfo]:
-    """A fresh test-bed cluster in `directory`, stopped on every way out of the block."""
+    """A fresh test-bed cluster in `directory`, stopped on every way out of the block
+    (`kubelet`: with the kubelet stand-in, so that workloads become ready)."""
     await asyncio.to_thread(build_all)  # idempotent; reports progress on a fresh machine
-    cluster = DevCluster(directory, controller_manager=controller_manager, kubelet=False)
+    cluster = DevCluster(directory, controller_manager=controller_manager, kubelet=kubelet)
     try:
         yield await cluster.start()
     finally:
@@ -74,6 +76,39 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
     except asyncio.CancelledError:
         print("terminated: cluster stopped", file=sys.stderr)
         raise SystemExit(128 + signal.SIGTERM) from None
+
+
+@dataclass(frozen=True)
+class Clis:
+    """The `reconciler` and `helm` commands a benchmark compares, with environments that keep the
+    reconciler's chart cache and Helm's state in the benchmark's scratch directory, not in $HOME."""
+
+    reconciler: str
+    helm: str
+    reconciler_env: dict[str, str]
+    helm_env: dict[str, str]
+
+
+def clis(root: Path) -> Clis:
+    helm = find_binary("helm")
+    if helm is None:
+        raise SystemExit("helm not found: run 'reconciler dev-cluster build'")
+    base = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    return Clis(
+        reconciler=str(Path(sys.executable).with_name("reconciler")),
+        helm=str(helm),
+        reconciler_env={
+            **base,
+            "RECONCILER_CACHE_DIR": str(root / "cli-cache"),
+            "TEST_ASSET_HELM": str(helm),
+        },
+        helm_env={
+            **base,
+            "HELM_CACHE_HOME": str(root / "helm" / "cache"),
+            "HELM_CONFIG_HOME": str(root / "helm" / "config"),
+            "HELM_DATA_HOME": str(root / "helm" / "data"),
+        },
+    )
 
 
 @contextlib.contextmanager

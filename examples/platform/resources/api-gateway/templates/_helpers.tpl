@@ -1,0 +1,6 @@
+{{- define "api-gateway.labels" -}}
+app.kubernetes.io/name: api-gateway
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: platform
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}

@@ -1,0 +1,6 @@
+{{- define "backup.labels" -}}
+app.kubernetes.io/name: backup
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: platform
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}

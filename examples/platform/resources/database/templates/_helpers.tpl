@@ -1,0 +1,6 @@
+{{- define "database.labels" -}}
+app.kubernetes.io/name: database
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: platform
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}

@@ -1,0 +1,6 @@
+{{- define "grafana.labels" -}}
+app.kubernetes.io/name: grafana
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: platform
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}

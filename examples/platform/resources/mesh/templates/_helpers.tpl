@@ -1,0 +1,6 @@
+{{- define "mesh.labels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: platform
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+install.operator.istio.io/owning-resource: unknown
+{{- end }}

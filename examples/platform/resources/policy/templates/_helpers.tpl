@@ -1,0 +1,6 @@
+{{- define "policy.labels" -}}
+app.kubernetes.io/name: policy
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: platform
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
