@@ -46,3 +46,7 @@ class NotFoundError(ReconcilerError):
 
 class ConflictError(ReconcilerError):
     """The request conflicts with the current state (e.g. stopping a running operation)."""
+
+
+class ForbiddenError(ReconcilerError):
+    """The caller is known but may not do this (e.g. a callback without the task's secret)."""

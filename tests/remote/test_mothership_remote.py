@@ -27,7 +27,9 @@ from reconciler.devcluster import PostgresServer
 from reconciler.devcluster import kubelet as fake_kubelet
 from reconciler.devcluster.ports import free_ports
 from reconciler.kube.client import KubeClient
-from reconciler.model.status import ClusterStatus
+from reconciler.model.operation import Operation
+from reconciler.model.remote import CALLBACK_SECRET_HEADER
+from reconciler.model.status import ClusterStatus, OperationState
 from reconciler.mothership.engine import Engine
 from reconciler.mothership.settings import Settings
 from reconciler.store.crypto import Cipher
@@ -136,6 +138,11 @@ async def tasks_done(process: ServeProcess) -> int:
     )
 
 
+async def pool_busy(process: ServeProcess) -> bool:
+    async with httpx.AsyncClient(base_url=process.url) as http:
+        return "reconciler_component_pool_busy 1.0" in (await http.get("/metrics")).text
+
+
 @pytest.fixture
 def two_pools(tmp_path: Path) -> Iterator[tuple[ServeProcess, ServeProcess]]:
     (tmp_path / "a").mkdir()
@@ -236,3 +243,44 @@ async def test_full_pool_answers_429_and_the_mothership_retries_later(
     assert rejected
     assert float(rejected[0]) > 0
     assert done == 4
+
+
+async def test_forged_success_with_the_fleet_token_is_refused_and_the_real_worker_finishes(
+    kube_cluster: KubeTarget, db_url: str, tmp_path: Path, namespace: str
+) -> None:
+    chart = make_chart(tmp_path, "web", {"deploy.yaml": DEPLOYMENT}, {"replicas": 1})
+    kubeconfig = kube_cluster.kubeconfig.read_text()
+    (tmp_path / "one").mkdir()
+    with serve_process(tmp_path / "one") as one:
+        await one.live()
+        async with mothership(tmp_path, db_url, [one.url]) as ms:
+            await ms.engine.service.upsert_cluster(
+                spec("rt-forge", kubeconfig, chart, namespace, components=1)
+            )
+
+            async def running() -> Operation | None:  # the Deployment waits: no kubelet yet
+                (rec,) = await ms.engine.service.reconciliations(runtime_ids=["rt-forge"])
+                _, ops = await ms.engine.service.reconciliation(rec.scheduling_id)
+                live = [op for op in ops if op.state is OperationState.IN_PROGRESS]
+                return live[0] if live and await pool_busy(one) else None
+
+            op = await poll_until(running, timeout=30, what="the operation to be running")
+            url = f"{ms.url}/v1/operations/{op.scheduling_id}/callback/{op.correlation_id}"
+            forged = {"status": "success", "error": "", "retryID": str(uuid.uuid4())}
+            async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+                for headers in ({}, {CALLBACK_SECRET_HEADER: "guessed"}):
+                    answer = await http.post(url, json=forged, headers=headers)
+                    assert answer.status_code == 403, answer.text
+            state = await ms.engine.service.operation(*op.key)
+            assert state.state is OperationState.IN_PROGRESS
+            assert (await ms.engine.service.cluster("rt-forge")).status is not ClusterStatus.READY
+            client = KubeClient.from_kubeconfig(kube_cluster.kubeconfig)
+            stop = asyncio.Event()
+            kubelet = asyncio.create_task(fake_kubelet.run(client, namespace=namespace, stop=stop))
+            try:
+                await wait_ready(ms.engine, ["rt-forge"], timeout=60)
+            finally:
+                stop.set()
+                await kubelet
+                await client.aclose()
+        assert await tasks_done(one) == 1

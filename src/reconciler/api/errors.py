@@ -2,9 +2,10 @@
 
 FastAPI's own answers (422 validation details, 404/405 `detail`) are turned into that body here:
 validation problems become 400 `"<field>: <problem>"` and never echo the input (a rejected
-body may hold a kubeconfig). Domain errors map in one place: not found -> 404, a conflict with
-the current state -> 409 unless a route maps it itself, any other expected error -> 500 (the
-broker retries on 5xx). Unexpected exceptions are logged and answered 500 by `ErrorMiddleware`.
+body may hold a kubeconfig). Domain errors map in one place: not found -> 404, forbidden ->
+403, a conflict with the current state -> 409 unless a route maps it itself, any other expected
+error -> 500 (the broker retries on 5xx). Unexpected exceptions are logged and answered 500
+by `ErrorMiddleware`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reconciler.api.routing import allowed_methods
-from reconciler.errors import ConflictError, NotFoundError, ReconcilerError
+from reconciler.errors import ConflictError, ForbiddenError, NotFoundError, ReconcilerError
 from reconciler.model.status import StatusTransitionError
 
 log = structlog.get_logger()
@@ -106,6 +107,10 @@ async def _not_found(_: Request, exc: Exception) -> JSONResponse:
     return error_response(404, str(exc))
 
 
+async def _forbidden(_: Request, exc: Exception) -> JSONResponse:
+    return error_response(403, str(exc))
+
+
 async def _conflict(_: Request, exc: Exception) -> JSONResponse:
     return error_response(409, str(exc))
 
@@ -121,6 +126,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(ValidationError, _pydantic)
     app.add_exception_handler(NotFoundError, _not_found)
+    app.add_exception_handler(ForbiddenError, _forbidden)
     app.add_exception_handler(ConflictError, _conflict)
     app.add_exception_handler(StatusTransitionError, _conflict)
     app.add_exception_handler(ReconcilerError, _reconciler_error)

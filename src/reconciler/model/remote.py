@@ -1,20 +1,25 @@
 """The internal API between the mothership and component reconciler services, as data.
 
 `RemoteTask` is the body of `POST /v1/run` (field names as the original internal API, plus
-`crdSources`, `includeCrds` and `timeout` for this implementation); `CallbackMessage` is what a
-component reconciler POSTs to the task's `callbackURL`. The kubeconfig travels in the task and
-must never be logged or echoed (`repr=False`).
+`crdSources`, `includeCrds`, `timeout` and `callbackSecret` for this implementation);
+`CallbackMessage` is what a component reconciler POSTs to the task's `callbackURL`, with the
+task's callback secret in the `X-Callback-Secret` header. The kubeconfig and the callback secret
+travel in the task and must never be logged or echoed (`repr=False`).
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+import uuid
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from reconciler.model.status import OperationState
 from reconciler.model.task import Task, TaskType
+
+CALLBACK_SECRET_HEADER = "X-Callback-Secret"
+"""The header a component reconciler returns the task's `callbackSecret` in."""
 
 
 class CallbackStatus(enum.StrEnum):
@@ -68,6 +73,9 @@ class RemoteTask(_Wire):
     crd_sources: list[str] = Field(default_factory=list, alias="crdSources")
     include_crds: bool = Field(default=True, alias="includeCrds")
     timeout: float = Field(default=600.0, gt=0, le=86400)
+    callback_secret: str = Field(default="", alias="callbackSecret", repr=False)
+    """Sent back with every callback (`X-Callback-Secret`); the mothership refuses callbacks
+    without the secret of the operation's latest hand-over."""
 
     def to_task(self) -> Task:
         return Task(
@@ -86,7 +94,15 @@ class RemoteTask(_Wire):
         )
 
     @classmethod
-    def of(cls, task: Task, *, kubeconfig: str, callback_url: str, max_retries: int) -> RemoteTask:
+    def of(
+        cls,
+        task: Task,
+        *,
+        kubeconfig: str,
+        callback_url: str,
+        max_retries: int,
+        callback_secret: str = "",
+    ) -> RemoteTask:
         return cls.model_validate(
             {
                 "component": task.component,
@@ -104,13 +120,22 @@ class RemoteTask(_Wire):
                 "crdSources": list(task.crd_sources),
                 "includeCrds": task.include_crds,
                 "timeout": task.timeout,
+                "callbackSecret": callback_secret,
             }
         )
+
+
+def _uuid(value: str) -> str:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        raise ValueError("must be a UUID (one per attempt)") from None
+    return value
 
 
 class CallbackMessage(_Wire):
     status: CallbackStatus
     error: str = ""
-    retry_id: str = Field(default="", alias="retryID")
+    retry_id: Annotated[str, AfterValidator(_uuid)] = Field(alias="retryID")
     processing_duration: int = Field(default=0, alias="processingDuration", ge=0)
     manifest: str | None = None

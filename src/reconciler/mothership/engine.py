@@ -31,6 +31,7 @@ from reconciler.mothership.settings import Settings, SettingsError
 from reconciler.mothership.telemetry import MetricsRefresher
 from reconciler.mothership.workers import WorkerPool
 from reconciler.observability.metrics import Metrics
+from reconciler.store.callback_secrets import CallbackSecrets
 from reconciler.store.crypto import Cipher
 from reconciler.store.db import is_postgres, make_engine, migrate
 from reconciler.store.inventory import InventoryRepository
@@ -87,7 +88,9 @@ class Engine:
         if factory is not None:
             self.invoker = factory(self.planner)
         elif settings.invoker == "remote":
-            self.invoker = RemoteInvoker(self.planner, settings, self.metrics)
+            self.invoker = RemoteInvoker(
+                self.planner, settings, CallbackSecrets(self.db), self.metrics
+            )
         else:
             self.invoker = InProcessInvoker(
                 self.planner,

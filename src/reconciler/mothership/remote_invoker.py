@@ -6,7 +6,8 @@ may list several URLs separated by commas, which are used in turn (and the next 
 when one is busy or down). A busy service (429) or an unavailable one (5xx, connection refused)
 is retried a few times with backoff within one claim; a still-busy pool hands the operation back
 without counting an attempt, an unavailable one counts as a transient failure. The kubeconfig
-travels only in the request body (TLS when the URL is https), never in logs.
+travels only in the request body (TLS when the URL is https), never in logs; so does the
+operation's callback secret, issued anew (only its hash stored) before each hand-over.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from reconciler.mothership.planner import Planner
 from reconciler.mothership.settings import Settings
 from reconciler.observability.metrics import Metrics
 from reconciler.remote.client import ComponentReconcilerClient, RunStatus
+from reconciler.store.callback_secrets import CallbackSecrets
 
 log = structlog.get_logger()
 MAX_BACKOFF = 5.0
@@ -32,10 +34,15 @@ MAX_BACKOFF = 5.0
 
 class RemoteInvoker:
     def __init__(
-        self, planner: Planner, settings: Settings, metrics: Metrics | None = None
+        self,
+        planner: Planner,
+        settings: Settings,
+        secrets: CallbackSecrets,
+        metrics: Metrics | None = None,
     ) -> None:
         self.planner = planner
         self.settings = settings
+        self.secrets = secrets
         self.metrics = metrics
         self._clients: dict[str, ComponentReconcilerClient] = {}
         self._turn = itertools.count()
@@ -74,6 +81,8 @@ class RemoteInvoker:
             kubeconfig=state.spec.kubeconfig,
             callback_url=callback,
             max_retries=self.settings.max_retries,
+            # before the hand-over: the first callback may arrive before `run` returns
+            callback_secret=await self.secrets.issue(op.key),
         )
         first = next(self._turn)
         delay = 0.2

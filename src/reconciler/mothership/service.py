@@ -10,12 +10,13 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reconciler.errors import ConflictError, NotFoundError
+from reconciler.errors import ConflictError, ForbiddenError, NotFoundError
 from reconciler.model.cluster import ClusterSpec, ClusterState
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.remote import CallbackMessage
 from reconciler.model.status import ClusterStatus, OperationState, StatusTransitionError
 from reconciler.mothership.notifier import Channel, Notifier
+from reconciler.store.callback_secrets import CallbackSecrets
 from reconciler.store.inventory import Head, InventoryRepository, StaleStatus, StatusChange
 from reconciler.store.reconciliations import ReconciliationRepository
 
@@ -40,6 +41,7 @@ class MothershipService:
         self.inventory = inventory
         self.repo = repo
         self.notifier = notifier
+        self.callback_secrets = CallbackSecrets(repo.engine)
 
     async def upsert_cluster(self, spec: ClusterSpec) -> ClusterState:
         """Store the cluster; a changed one, or an identical one that is idle (ready or failed),
@@ -169,15 +171,23 @@ class MothershipService:
         correlation_id: str,
         message: CallbackMessage,
         *,
+        secret: str,
         orphan_timeout: float,
     ) -> Operation:
         """Record a component reconciler's report on an operation.
 
         `running` keeps the operation alive, `failed` means the remote retries (the operation
         waits, claimable again only when the remote goes silent for the orphan timeout),
-        `success`/`error` are final. A callback for a final operation is a ConflictError.
+        `success`/`error` are final. Only the holder of the callback secret of the operation's
+        latest hand-over may report (ForbiddenError otherwise, checked before anything about
+        the operation's state is revealed). A callback for a final operation is a ConflictError.
         """
         op = await self.repo.operation(scheduling_id, correlation_id)
+        if not await self.callback_secrets.verify(op.key, secret):
+            raise ForbiddenError(
+                f"operation {correlation_id}: missing or wrong callback secret"
+                " (not the component reconciler this operation was handed to)"
+            )
         if op.state.final:
             raise ConflictError(f"operation {correlation_id} is already {op.state}")
         state = message.status.operation_state

@@ -3,7 +3,9 @@
 A heartbeat that fails is only logged; the next one follows a few seconds later. A final result
 (`success`/`error`) is retried with backoff until the mothership answers 2xx, until it answers
 400/404 (the operation is already final or unknown there, so retrying cannot help), or until a
-deadline. Callback URLs are logged without user information or query (either may carry secrets).
+deadline. Every callback carries the fleet-wide bearer token (when configured) and the task's
+own callback secret (`X-Callback-Secret`), which the mothership checks per operation. Callback
+URLs are logged without user information or query (either may carry secrets).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import httpx
 
 from reconciler.charts.sources import redact
 from reconciler.errors import WaitTimeout
-from reconciler.model.remote import CallbackMessage
+from reconciler.model.remote import CALLBACK_SECRET_HEADER, CallbackMessage, RemoteTask
 from reconciler.observability.logging import get_logger
 from reconciler.remote.metrics import ServiceMetrics
 from reconciler.util.polling import poll_until
@@ -31,7 +33,8 @@ class Delivery(enum.Enum):
 
 
 class CallbackSender:
-    """POSTs `CallbackMessage`s with the configured bearer token over one shared HTTP client."""
+    """POSTs `CallbackMessage`s to a task's callback URL with the configured bearer token and the
+    task's callback secret, over one shared HTTP client."""
 
     def __init__(
         self,
@@ -51,16 +54,19 @@ class CallbackSender:
         self.max_delay = max_delay
 
     async def send(
-        self, url: str, message: CallbackMessage, *, timeout: float | None = None
+        self, task: RemoteTask, message: CallbackMessage, *, timeout: float | None = None
     ) -> Delivery:
         """One attempt."""
         status = message.status.value
-        log = get_logger(callback=redact(url), status=status)
+        log = get_logger(callback=redact(task.callback_url), status=status)
+        headers = dict(self.headers)
+        if task.callback_secret:
+            headers[CALLBACK_SECRET_HEADER] = task.callback_secret
         try:
             response = await self.http.post(
-                url,
+                task.callback_url,
                 json=message.model_dump(mode="json", by_alias=True, exclude_none=True),
-                headers=self.headers,
+                headers=headers,
                 timeout=timeout or self.timeout,
             )
         except httpx.HTTPError as exc:
@@ -78,12 +84,14 @@ class CallbackSender:
             return Delivery.NOT_EXPECTED
         return Delivery.FAILED
 
-    async def deliver(self, url: str, message: CallbackMessage, *, deadline: float) -> Delivery:
+    async def deliver(
+        self, task: RemoteTask, message: CallbackMessage, *, deadline: float
+    ) -> Delivery:
         """Retry with backoff until delivered, not expected, or the (monotonic) deadline."""
 
         async def attempt() -> Delivery | None:
             remaining = deadline - time.monotonic()
-            result = await self.send(url, message, timeout=max(0.1, min(self.timeout, remaining)))
+            result = await self.send(task, message, timeout=max(0.1, min(self.timeout, remaining)))
             return None if result is Delivery.FAILED else result
 
         try:
@@ -95,5 +103,7 @@ class CallbackSender:
                 max_interval=self.max_delay,
             )
         except WaitTimeout as exc:
-            get_logger(callback=redact(url)).error("final callback given up", error=str(exc))
+            get_logger(callback=redact(task.callback_url)).error(
+                "final callback given up", error=str(exc)
+            )
             return Delivery.FAILED

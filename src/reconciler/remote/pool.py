@@ -89,7 +89,7 @@ class WorkerPool:
             self.metrics.tasks.labels(component=job.component, result="cancelled").inc()
             message = job.final or job.message(CallbackStatus.FAILED, SHUTDOWN_ERROR)
             await callbacks.send(
-                job.remote.callback_url,
+                job.remote,
                 message,
                 timeout=max(0.1, deadline - time.monotonic()),
             )

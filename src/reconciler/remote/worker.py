@@ -158,9 +158,7 @@ class TaskRunner:
         job.final = job.message(status, error)
         deadline = max(job.deadline, time.monotonic() + self.settings.final_callback_grace)
         async with job.lock:
-            delivery = await self.callbacks.deliver(
-                job.remote.callback_url, job.final, deadline=deadline
-            )
+            delivery = await self.callbacks.deliver(job.remote, job.final, deadline=deadline)
         job.delivered = delivery is not Delivery.FAILED
 
     def _attempts(self, job: Job) -> int:
@@ -173,7 +171,7 @@ class TaskRunner:
                 if stop.is_set():
                     return
                 delivery = await self.callbacks.send(
-                    job.remote.callback_url, job.message(CallbackStatus.RUNNING)
+                    job.remote, job.message(CallbackStatus.RUNNING)
                 )
             if delivery is Delivery.NOT_EXPECTED:
                 job.abandoned = True
@@ -199,9 +197,7 @@ class TaskRunner:
                 "attempt failed, retrying", attempt=job.attempt, error=error, delay=delay
             )
             async with job.lock:
-                await self.callbacks.send(
-                    job.remote.callback_url, job.message(CallbackStatus.FAILED, error)
-                )
+                await self.callbacks.send(job.remote, job.message(CallbackStatus.FAILED, error))
             await asyncio.sleep(delay)  # backoff between attempts
             delay = min(delay * 2, self.settings.retry_max_delay)
 

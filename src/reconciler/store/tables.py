@@ -139,6 +139,8 @@ operations = sa.Table(
     sa.Column("created", Timestamp, nullable=False),
     sa.Column("updated", Timestamp, nullable=False),
     sa.Column("not_before", Timestamp, nullable=False),
+    # SHA-256 (hex) of the callback secret of the latest hand-over to a component reconciler
+    sa.Column("callback_secret_hash", sa.String(64), nullable=True),
     sa.Index(None, "state", "not_before"),
     sa.Index(None, "runtime_id"),
 )

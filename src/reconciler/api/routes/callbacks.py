@@ -3,8 +3,10 @@ progress (`running`, `failed`) and results (`success`, `error`) of the operation
 
 Only component reconcilers may call it: with a `callback_token` configured, exactly that bearer
 token (compared in constant time) and nothing else; without one, the caller needs the operator
-role. A callback for an unknown operation is 404, for a final one 400 (the component reconciler
-then stops working on it).
+role. On top of that, every callback must carry the operation's own callback secret (header
+`X-Callback-Secret`, issued with the task): without it 403, whatever the bearer token. A callback
+for an unknown operation is 404, for a final one 400 (the component reconciler then stops
+working on it); `retryID` must be a UUID (400).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import hmac
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Request, Response
 
 from reconciler.api.auth import CHALLENGE, Role, bearer_token, requires
 from reconciler.api.context import ApiContext, context
@@ -20,11 +22,18 @@ from reconciler.api.errors import ApiError
 from reconciler.api.routes import errors
 from reconciler.api.settings import ApiSettings
 from reconciler.errors import ConflictError
-from reconciler.model.remote import CallbackMessage
+from reconciler.model.remote import CALLBACK_SECRET_HEADER, CallbackMessage
 
 Ctx = Annotated[ApiContext, Depends(context)]
 SchedulingID = Annotated[str, Path(alias="schedulingID", min_length=1)]
 CorrelationID = Annotated[str, Path(alias="correlationID", min_length=1)]
+CallbackSecret = Annotated[
+    str,
+    Header(
+        alias=CALLBACK_SECRET_HEADER,
+        description="The `callbackSecret` of the task this operation was handed over with",
+    ),
+]
 
 
 def _token_check(expected: str) -> Any:
@@ -58,11 +67,16 @@ def router(settings: ApiSettings, *, orphan_timeout: float) -> APIRouter:
         correlation_id: CorrelationID,
         body: CallbackMessage,
         ctx: Ctx,
+        secret: CallbackSecret = "",
     ) -> Response:
         """Record a component reconciler's heartbeat or result for one operation."""
         try:
             await ctx.service.callback(
-                scheduling_id, correlation_id, body, orphan_timeout=orphan_timeout
+                scheduling_id,
+                correlation_id,
+                body,
+                secret=secret,
+                orphan_timeout=orphan_timeout,
             )
         except ConflictError as exc:
             raise ApiError(400, str(exc)) from None
