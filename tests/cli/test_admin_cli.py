@@ -23,8 +23,8 @@ from tests.remote.support import serve_app
 EXAMPLES = Path(__file__).parents[2] / "examples" / "kyma-like"
 
 
-async def cli(*args: str) -> Result:
-    return await asyncio.to_thread(CliRunner().invoke, app, list(args))
+async def cli(*args: str, env: dict[str, str] | None = None) -> Result:
+    return await asyncio.to_thread(CliRunner().invoke, app, list(args), env=env)
 
 
 def as_json(result: Result) -> Any:
@@ -96,3 +96,37 @@ async def test_unreachable_api_is_named() -> None:
     result = await cli("cluster", "list", "--url", "http://127.0.0.1:1")
     assert result.exit_code == 1
     assert "cannot reach http://127.0.0.1:1" in result.output
+
+
+async def test_token_comes_from_a_file_or_the_environment_not_only_the_command_line(
+    tmp_path: Path,
+) -> None:
+    tokens = Tokens.write(tmp_path)
+    viewer = tokens.by_role[Role.VIEWER]
+    token_file = tmp_path / "token"
+    token_file.write_text(f"  {viewer}\n")
+    engine = Engine(engine_settings(tmp_path / "data", workspace=EXAMPLES), invoker=noop_invoker)
+    async with engine:
+        api = create_app(
+            engine.service,
+            settings=ApiSettings(tokens_file=tokens.path, audit_log=str(tmp_path / "audit.log")),
+            check_kubeconfig=accept_kubeconfig,
+        )
+        async with serve_app(api) as url:
+            listed = ("cluster", "list", "--url", url, "-o", "json")
+            assert as_json(await cli(*listed, "--token-file", str(token_file))) == []
+            assert as_json(await cli(*listed, env={"RECONCILER_TOKEN_FILE": str(token_file)})) == []
+            assert as_json(await cli(*listed, env={"RECONCILER_TOKEN": viewer})) == []
+            anonymous = await cli(*listed)
+            assert anonymous.exit_code == 1
+            assert "401" in anonymous.output
+    both = await cli(*listed, "--token", viewer, "--token-file", str(token_file))
+    assert both.exit_code == 2
+    assert "either --token or --token-file" in both.output
+    missing = await cli(*listed, "--token-file", str(tmp_path / "nope"))
+    assert missing.exit_code == 2
+    assert f"token file {tmp_path / 'nope'}" in missing.output.replace("\n", "")
+    (tmp_path / "empty").write_text("\n")
+    empty = await cli(*listed, "--token-file", str(tmp_path / "empty"))
+    assert empty.exit_code == 2
+    assert "is empty" in empty.output

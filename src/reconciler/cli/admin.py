@@ -24,7 +24,22 @@ Url = Annotated[
 ]
 Token = Annotated[
     str | None,
-    typer.Option("--token", envvar="RECONCILER_TOKEN", help="Bearer token.", show_default=False),
+    typer.Option(
+        "--token",
+        envvar="RECONCILER_TOKEN",
+        help="Bearer token. Visible to other local users in `ps`: prefer --token-file or the"
+        " environment variable.",
+        show_default=False,
+    ),
+]
+TokenFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        envvar="RECONCILER_TOKEN_FILE",
+        help="File holding the bearer token (surrounding whitespace ignored).",
+        show_default=False,
+    ),
 ]
 CaFile = Annotated[
     str | None, typer.Option("--ca-file", envvar="RECONCILER_CA_FILE", help="CA bundle (TLS).")
@@ -34,6 +49,24 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 
 cluster_app = typer.Typer(help="Clusters known to the mothership.", no_args_is_help=True)
 reconciliation_app = typer.Typer(help="Reconciliations and their operations.", no_args_is_help=True)
+
+
+def _bearer(token: str | None, token_file: Path | None) -> str | None:
+    """The token from `--token`/`RECONCILER_TOKEN` or from `--token-file`; not both."""
+    if token_file is None:
+        return token
+    if token:
+        err.print("[red]error:[/] give either --token or --token-file, not both", highlight=False)
+        raise typer.Exit(2)
+    try:
+        text = token_file.read_text().strip()
+    except OSError as exc:
+        err.print(f"[red]error:[/] token file {token_file}: {exc.strerror}", highlight=False)
+        raise typer.Exit(2) from None
+    if not text:
+        err.print(f"[red]error:[/] token file {token_file} is empty", highlight=False)
+        raise typer.Exit(2)
+    return text
 
 
 def _call(
@@ -74,10 +107,14 @@ def _print(data: Any, output: str, table: Table | None) -> None:
 
 @cluster_app.command("list")
 def cluster_list(
-    url: Url = DEFAULT_URL, token: Token = None, ca_file: CaFile = None, output: Output = "table"
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
 ) -> None:
     """All clusters with status and versions."""
-    data = _call("GET", url, "/v1/clusters", token, ca_file)
+    data = _call("GET", url, "/v1/clusters", _bearer(token, token_file), ca_file)
     table = Table("runtime", "status", "cluster v", "config v", "since")
     for item in data:
         table.add_row(
@@ -101,6 +138,7 @@ def cluster_register(
     profile: Annotated[str, typer.Option("--profile")] = "evaluation",
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
@@ -128,7 +166,7 @@ def cluster_register(
         "metadata": {},
         "kubeconfig": text,
     }
-    data = _call("POST", url, "/v1/clusters", token, ca_file, json=body)
+    data = _call("POST", url, "/v1/clusters", _bearer(token, token_file), ca_file, json=body)
     table = Table("runtime", "status", "cluster v", "config v", "status URL")
     table.add_row(
         data["cluster"],
@@ -145,11 +183,14 @@ def cluster_status(
     runtime_id: str,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
     """Current status of one cluster, with the failures of its last reconciliation."""
-    data = _call("GET", url, f"/v1/clusters/{runtime_id}/status", token, ca_file)
+    data = _call(
+        "GET", url, f"/v1/clusters/{runtime_id}/status", _bearer(token, token_file), ca_file
+    )
     table = Table("runtime", "status", "cluster v", "config v", "failures")
     failures = "; ".join(f"{f['component']}: {f['reason']}" for f in data.get("failures") or [])
     table.add_row(
@@ -168,6 +209,7 @@ def cluster_history(
     offset: Annotated[str, typer.Option(help="How far back, e.g. 24h, 168h.")] = "168h",
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
@@ -176,7 +218,7 @@ def cluster_history(
         "GET",
         url,
         f"/v1/clusters/{runtime_id}/statusChanges",
-        token,
+        _bearer(token, token_file),
         ca_file,
         params={"offset": offset},
     )
@@ -204,10 +246,11 @@ def _status_command(status: str, help_text: str) -> Callable[..., None]:
         runtime_id: str,
         url: Url = DEFAULT_URL,
         token: Token = None,
+        token_file: TokenFile = None,
         ca_file: CaFile = None,
         output: Output = "table",
     ) -> None:
-        _set_status(runtime_id, status, url, token, ca_file, output)
+        _set_status(runtime_id, status, url, _bearer(token, token_file), ca_file, output)
 
     command.__doc__ = help_text
     return command
@@ -228,6 +271,7 @@ def reconciliation_list(
     last: Annotated[int | None, typer.Option(help="Only the newest N.")] = None,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
@@ -236,7 +280,9 @@ def reconciliation_list(
     params += [("status", s) for s in status or []]
     if last:
         params.append(("last", str(last)))
-    data = _call("GET", url, "/v1/reconciliations", token, ca_file, params=params)
+    data = _call(
+        "GET", url, "/v1/reconciliations", _bearer(token, token_file), ca_file, params=params
+    )
     table = Table("scheduling id", "runtime", "status", "finished", "created")
     for item in data:
         table.add_row(
@@ -254,11 +300,14 @@ def reconciliation_info(
     scheduling_id: str,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
     """One reconciliation with its operations."""
-    data = _call("GET", url, f"/v1/reconciliations/{scheduling_id}/info", token, ca_file)
+    data = _call(
+        "GET", url, f"/v1/reconciliations/{scheduling_id}/info", _bearer(token, token_file), ca_file
+    )
     table = Table(
         "priority",
         "component",
