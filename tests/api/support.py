@@ -224,6 +224,7 @@ class Api:
     app: FastAPI
     client: httpx.AsyncClient
     audit_file: Path
+    audit: AuditLog
 
     def audit_lines(self) -> list[dict[str, Any]]:
         if not self.audit_file.exists():
@@ -266,7 +267,7 @@ async def running_api(
             transport=transport, base_url="http://mothership.test", headers=headers
         ) as client:
             try:
-                yield Api(engine, app, client, audit_file)
+                yield Api(engine, app, client, audit_file, audit)
             finally:
                 audit.close()
 

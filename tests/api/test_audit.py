@@ -1,15 +1,20 @@
 """The audit log: one JSON line per state-changing request (subject, action as route template,
-runtime, outcome, scheduling/correlation ids), none for reads, rotation by size, redaction."""
+runtime, outcome, scheduling/correlation ids), none for reads, rotation by size and age,
+redaction, and refusals aggregated per source so nobody can flush the trail unauthenticated."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from reconciler.api.auth import Role
-from reconciler.observability.audit import AuditEntry, AuditLog, redact
+from reconciler.observability.audit import AuditEntry, AuditLog, DeniedAggregator, redact
 from tests.api.support import Api, Tokens, cluster_body
 
 
@@ -82,3 +87,71 @@ def test_details_are_redacted_by_key() -> None:
 
 def test_roles_order_viewer_operator_admin() -> None:
     assert Role.VIEWER < Role.OPERATOR < Role.ADMIN
+
+
+async def test_a_flood_of_unauthenticated_posts_writes_a_bounded_number_of_lines(api: Api) -> None:
+    body = cluster_body("rt-flood")
+    transport = httpx.ASGITransport(api.app)  # no token: every request is refused
+    async with httpx.AsyncClient(transport=transport, base_url="http://mothership.test") as anon:
+        for _ in range(30):
+            answers = await asyncio.gather(
+                *(anon.post("/v1/clusters", json=body) for _ in range(100))
+            )
+            assert {a.status_code for a in answers} == {401}
+    await api.client.put("/v1/clusters/rt-flood/status", json={"status": "reconcile_pending"})
+    api.audit.close()  # ends the refusal window: its count is written
+    lines = api.audit_lines()
+    assert len(lines) == 3
+    first, accepted, summary = lines
+    assert (first["action"], first["outcome"], first["source"]) == (
+        "POST /v1/clusters",
+        401,
+        "127.0.0.1",
+    )
+    assert (accepted["subject"], accepted["outcome"]) == ("admin-user", 404)
+    assert "source" not in accepted
+    assert summary["action"] == "refused requests"
+    assert summary["source"] == "127.0.0.1"
+    assert summary["detail"]["count"] == 2_999
+    assert summary["detail"]["outcomes"] == {"401": 2_999}
+
+
+def test_refusals_are_counted_per_source_and_window() -> None:
+    now = [0.0]
+    denials = DeniedAggregator(60, max_sources=2, clock=lambda: now[0])
+    assert denials.admit("10.0.0.1", 401) == (True, [])
+    assert denials.admit("10.0.0.1", 403) == (False, [])
+    assert denials.admit("10.0.0.1", 401) == (False, [])
+    assert denials.admit("10.0.0.2", 401) == (True, [])
+    assert denials.admit("10.0.0.3", 401) == (True, [])  # over max_sources: shares "*"
+    assert denials.admit("10.0.0.4", 401) == (False, [])
+    now[0] = 61
+    first, ended = denials.admit("10.0.0.1", 401)
+    assert first  # a new window
+    assert [(e.source, e.detail["count"], e.detail["outcomes"]) for e in ended] == [
+        ("10.0.0.1", 2, {"401": 1, "403": 1}),
+        ("*", 1, {"401": 1}),
+    ]
+    assert denials.due(everything=True) == []  # 10.0.0.1's new window has nothing to count
+
+
+def test_rotated_files_older_than_max_age_are_removed(tmp_path: Path) -> None:
+    path = tmp_path / "audit.log"
+    old, recent = tmp_path / "audit.log.2", tmp_path / "audit.log.1"
+    for rotated in (old, recent):
+        rotated.write_text("{}\n")
+    day_ago = time.time() - 86_400
+    os.utime(old, (day_ago, day_ago))
+    audit = AuditLog.to_file(path, max_bytes=400, backups=5, max_age=3_600)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.log", "audit.log.1"]
+    for number in range(30):
+        audit.record(
+            AuditEntry(subject="s", action="PUT /v1/x", outcome=200, runtime_id=f"{number}")
+        )
+    assert len(list(tmp_path.glob("audit.log.*"))) == 5  # the size limit: `backups` files
+    for rotated in tmp_path.glob("audit.log.*"):
+        if rotated.name != "audit.log.1":
+            os.utime(rotated, (day_ago, day_ago))
+    audit.flush()  # runs once per refusal window beside the app
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.log", "audit.log.1"]
+    audit.close()

@@ -139,3 +139,21 @@ async def test_callbacks_need_the_component_reconciler_token(tmp_path: Path) -> 
         assert wrong.status_code == 403
         right = await api.client.post(url, json=sent, headers={"Authorization": f"Bearer {TOKEN}"})
         assert right.status_code == 404  # authenticated; the operation does not exist
+
+
+async def test_heartbeats_write_no_audit_line_results_and_refusals_do(tmp_path: Path) -> None:
+    async with handed_over(tmp_path) as h:
+        signed = {CALLBACK_SECRET_HEADER: h.secret}
+        for _ in range(5):
+            beat = await h.api.client.post(h.url, json=body("running"), headers=signed)
+            assert beat.status_code == 200
+        forged = await h.api.client.post(h.url, json=body("running"))
+        assert forged.status_code == 403
+        done = await h.api.client.post(h.url, json=body("success"), headers=signed)
+        assert done.status_code == 200
+        lines = h.api.audit_lines()
+    assert [(line["outcome"], line.get("source")) for line in lines] == [
+        (403, "127.0.0.1"),
+        (200, None),
+    ]
+    assert {line["correlation_id"] for line in lines} == {h.op.correlation_id}

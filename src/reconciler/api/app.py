@@ -8,6 +8,7 @@ authentication/authorization -> body size limit -> FastAPI routing and validatio
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -78,14 +79,23 @@ def create_app(
         log.warning("API authentication is off (auth=none): every caller is an admin")
     own_audit = audit is None
     audit_log = audit or AuditLog.open(
-        settings.audit_log, max_bytes=settings.audit_max_bytes, backups=settings.audit_backups
+        settings.audit_log,
+        max_bytes=settings.audit_max_bytes,
+        backups=settings.audit_backups,
+        max_age=settings.audit_max_age,
+        denied_window=settings.audit_denied_window,
     )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        if own_audit:
-            audit_log.close()
+        flusher = asyncio.create_task(audit_log.flush_periodically())
+        try:
+            yield
+        finally:
+            flusher.cancel()
+            await asyncio.gather(flusher, return_exceptions=True)
+            if own_audit:
+                audit_log.close()
 
     app = FastAPI(
         title=TITLE,

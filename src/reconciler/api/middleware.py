@@ -5,22 +5,28 @@ chunked body cannot slip past) and answers 413 before any parsing; the app then 
 buffered body. `AuditMiddleware` sits outermost so it also records requests refused by
 authentication or the size limit; it writes one entry per state-changing request, built from
 the route template, path parameters and the authenticated subject, never from the body.
+Refusals (401/403) carry the client address, by which the audit log aggregates them; requests a
+handler marks with `AUDIT_SKIP` (component reconciler heartbeats) are not audited.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reconciler.api.auth import PRINCIPAL, Principal
 from reconciler.api.errors import error_response
-from reconciler.api.routing import STATE_CHANGING, match_route, scope_state
-from reconciler.observability.audit import AuditEntry, AuditLog
+from reconciler.api.routing import STATE_CHANGING, RouteMatch, match_route, scope_state
+from reconciler.observability.audit import DENIED, AuditEntry, AuditLog
 
 AUDIT_RUNTIME_ID = "audit_runtime_id"
 """Key in the request state under which a handler names the runtime a body referred to."""
+AUDIT_SKIP = "audit_skip"
+"""Key in the request state a handler sets to True for a request not worth a line (heartbeats;
+refusals are audited regardless)."""
 
 
 class BodyLimitMiddleware:
@@ -93,19 +99,27 @@ class AuditMiddleware:
         try:
             await self.app(scope, receive, recording_send)
         finally:
-            params = matched.path_params if matched else {}
-            principal = state.get(PRINCIPAL)
-            template = matched.template if matched else str(scope.get("path", ""))[:200]
-            self.audit.record(
-                AuditEntry(
-                    subject=principal.subject if isinstance(principal, Principal) else None,
-                    action=f"{scope['method']} {template}",
-                    outcome=status,
-                    runtime_id=_text(params.get("runtimeID") or state.get(AUDIT_RUNTIME_ID)),
-                    scheduling_id=_text(params.get("schedulingID")),
-                    correlation_id=_text(params.get("correlationID")),
-                )
+            if status in DENIED or not state.get(AUDIT_SKIP):
+                self._record(scope, matched, state, status)
+
+    def _record(
+        self, scope: Scope, matched: RouteMatch | None, state: dict[str, Any], status: int
+    ) -> None:
+        params = matched.path_params if matched else {}
+        principal = state.get(PRINCIPAL)
+        template = matched.template if matched else str(scope.get("path", ""))[:200]
+        client = scope.get("client")
+        self.audit.record(
+            AuditEntry(
+                subject=principal.subject if isinstance(principal, Principal) else None,
+                action=f"{scope['method']} {template}",
+                outcome=status,
+                runtime_id=_text(params.get("runtimeID") or state.get(AUDIT_RUNTIME_ID)),
+                scheduling_id=_text(params.get("schedulingID")),
+                correlation_id=_text(params.get("correlationID")),
+                source=str(client[0]) if client and status in DENIED else None,
             )
+        )
 
 
 def _text(value: object) -> str | None:

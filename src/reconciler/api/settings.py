@@ -71,9 +71,13 @@ class ApiSettings(BaseSettings):
 
     # audit
     audit_log: str = "-"
-    """`-` for stdout, else a file path (rotated by size)."""
+    """`-` for stdout, else a file path (rotated by size, old files removed by age)."""
     audit_max_bytes: int = 10 << 20
     audit_backups: int = 5
+    audit_max_age: float = Field(default=90 * 86400, ge=0)
+    """Seconds a rotated audit file is kept at most (0: only `audit_backups` limits them)."""
+    audit_denied_window: float = Field(default=60.0, gt=0)
+    """Refused requests (401/403) are written once per source and window, then counted."""
 
     # responses
     public_url: str = ""
