@@ -259,8 +259,10 @@ async def test_forged_success_with_the_fleet_token_is_refused_and_the_real_worke
             )
 
             async def running() -> Operation | None:  # the Deployment waits: no kubelet yet
-                (rec,) = await ms.engine.service.reconciliations(runtime_ids=["rt-forge"])
-                _, ops = await ms.engine.service.reconciliation(rec.scheduling_id)
+                recs = await ms.engine.service.reconciliations(runtime_ids=["rt-forge"])
+                if not recs:
+                    return None
+                _, ops = await ms.engine.service.reconciliation(recs[0].scheduling_id)
                 live = [op for op in ops if op.state is OperationState.IN_PROGRESS]
                 return live[0] if live and await pool_busy(one) else None
 
