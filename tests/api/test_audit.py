@@ -119,18 +119,19 @@ async def test_a_flood_of_unauthenticated_posts_writes_a_bounded_number_of_lines
 def test_refusals_are_counted_per_source_and_window() -> None:
     now = [0.0]
     denials = DeniedAggregator(60, max_sources=2, clock=lambda: now[0])
-    assert denials.admit("10.0.0.1", 401) == (True, [])
-    assert denials.admit("10.0.0.1", 403) == (False, [])
-    assert denials.admit("10.0.0.1", 401) == (False, [])
-    assert denials.admit("10.0.0.2", 401) == (True, [])
-    assert denials.admit("10.0.0.3", 401) == (True, [])  # over max_sources: shares "*"
-    assert denials.admit("10.0.0.4", 401) == (False, [])
+    one, viewer = ("10.0.0.1", None), ("10.0.0.1", "viewer-user")
+    assert denials.admit(one, 401) == (True, [])
+    assert denials.admit(one, 403) == (False, [])
+    assert denials.admit(one, 401) == (False, [])
+    assert denials.admit(viewer, 403) == (True, [])  # authenticated: counted on its own
+    assert denials.admit(("10.0.0.3", None), 401) == (True, [])  # over max_sources: "*"
+    assert denials.admit(("10.0.0.4", None), 401) == (False, [])
     now[0] = 61
-    first, ended = denials.admit("10.0.0.1", 401)
+    first, ended = denials.admit(one, 401)
     assert first  # a new window
-    assert [(e.source, e.detail["count"], e.detail["outcomes"]) for e in ended] == [
-        ("10.0.0.1", 2, {"401": 1, "403": 1}),
-        ("*", 1, {"401": 1}),
+    assert [(e.source, e.subject, e.detail["count"], e.detail["outcomes"]) for e in ended] == [
+        ("10.0.0.1", None, 2, {"401": 1, "403": 1}),
+        ("*", None, 1, {"401": 1}),
     ]
     assert denials.due(everything=True) == []  # 10.0.0.1's new window has nothing to count
 

@@ -8,9 +8,10 @@ it is written. Writing is synchronous and small (one line); a failing audit sink
 never fails the request that is being audited.
 
 Nobody may flush the trail without credentials: refused requests (401/403) are aggregated per
-source address and window (`DeniedAggregator`: the first refusal of a window is written as it
-happens, the rest as one line with a count when the window ends), and a file target is kept by
-age (`max_age`) as well as by size (`max_bytes` x `backups`).
+source address (and subject, when the caller was authenticated but lacked the role) and window
+(`DeniedAggregator`: the first refusal of a window is written as it happens, the rest as one
+line with a count when the window ends), and a file target is kept by age (`max_age`) as well
+as by size (`max_bytes` x `backups`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ REDACTED = "<redacted>"
 DENIED = frozenset({401, 403})
 MAX_SOURCES = 10_000
 """Sources tracked at once; refusals from further ones share the source `*`."""
+Source = tuple[str, str | None]
+"""Client address and authenticated subject (None: not authenticated)."""
 SECRET_KEYS = ("kubeconfig", "token", "secret", "password", "authorization", "key", "value")
 
 log = structlog.get_logger()
@@ -96,7 +99,8 @@ class _Window:
 
 
 class DeniedAggregator:
-    """Refused requests per source: the first of each window passes, the rest become a count."""
+    """Refused requests per source and subject: the first of each window passes, the rest
+    become a count."""
 
     def __init__(
         self,
@@ -108,14 +112,14 @@ class DeniedAggregator:
         self.window = window
         self.max_sources = max_sources
         self.clock = clock
-        self._windows: dict[str, _Window] = {}
+        self._windows: dict[Source, _Window] = {}
 
-    def admit(self, source: str, outcome: int) -> tuple[bool, list[AuditEntry]]:
+    def admit(self, source: Source, outcome: int) -> tuple[bool, list[AuditEntry]]:
         """Whether this refusal is written itself (else it is counted), and the summaries of
         the windows that have ended meanwhile."""
         ended = self.due()
         if source not in self._windows and len(self._windows) >= self.max_sources:
-            source = "*"
+            source = ("*", None)
         current = self._windows.get(source)
         if current is None:
             self._windows[source] = _Window(self.clock(), dt.datetime.now(dt.UTC))
@@ -138,14 +142,14 @@ class DeniedAggregator:
         ]
 
     @staticmethod
-    def _summary(source: str, ended: _Window) -> AuditEntry | None:
+    def _summary(source: Source, ended: _Window) -> AuditEntry | None:
         if not ended.outcomes:
             return None
         return AuditEntry(
-            subject=None,
+            subject=source[1],
             action="refused requests",
             outcome=ended.outcomes.most_common(1)[0][0],
-            source=source,
+            source=source[0],
             detail={
                 "count": sum(ended.outcomes.values()),
                 "outcomes": {str(code): n for code, n in sorted(ended.outcomes.items())},
@@ -236,9 +240,11 @@ class AuditLog:
         )
 
     def record(self, entry: AuditEntry) -> None:
-        """Write `entry`; a refusal (401/403) only when it is its source's first in the window."""
+        """Write `entry`; a refusal (401/403) only when it is the first of its source and
+        subject in the window (the others are counted)."""
         if entry.outcome in DENIED:
-            first, ended = self.denials.admit(entry.source or "unknown", entry.outcome)
+            source = (entry.source or "unknown", entry.subject)
+            first, ended = self.denials.admit(source, entry.outcome)
         else:
             first, ended = True, self.denials.due()
         for summary in ended:
