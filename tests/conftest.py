@@ -8,6 +8,7 @@ existing cluster instead of starting one, as envtest's USE_EXISTING_CLUSTER does
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -138,9 +139,9 @@ def postgres_url(postgres_server: PostgresServer, request: pytest.FixtureRequest
 Poll = Callable[[Callable[[], Awaitable[object]]], Awaitable[object]]
 
 
-@pytest.fixture
-async def kubelet(kube_cluster: KubeTarget, namespace: str) -> AsyncIterator[None]:
-    """Play the kubelet for the test's namespace: Pending Pods get the status a kubelet writes."""
+@contextlib.asynccontextmanager
+async def kubelet_running(kube_cluster: KubeTarget, namespace: str) -> AsyncIterator[None]:
+    """Play the kubelet for `namespace` during the block: Pending Pods get a kubelet's status."""
     client = KubeClient.from_kubeconfig(kube_cluster.kubeconfig)
     stop = asyncio.Event()
     loop = asyncio.create_task(fake_kubelet.run(client, namespace=namespace, stop=stop))
@@ -150,3 +151,10 @@ async def kubelet(kube_cluster: KubeTarget, namespace: str) -> AsyncIterator[Non
         stop.set()
         await loop
         await client.aclose()
+
+
+@pytest.fixture
+async def kubelet(kube_cluster: KubeTarget, namespace: str) -> AsyncIterator[None]:
+    """Play the kubelet for the test's namespace for the whole test."""
+    async with kubelet_running(kube_cluster, namespace):
+        yield

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,20 @@ async def cli(*args: str, env: dict[str, str] | None = None) -> Result:
     return await asyncio.to_thread(CliRunner().invoke, app, list(args), env=env)
 
 
+@asynccontextmanager
+async def served_api(tmp_path: Path, tokens: Tokens) -> AsyncIterator[tuple[Engine, str]]:
+    """An engine (no-op invoker) with the API served on a port; yields it and the base URL."""
+    engine = Engine(engine_settings(tmp_path / "data", workspace=EXAMPLES), invoker=noop_invoker)
+    async with engine:
+        api = create_app(
+            engine.service,
+            settings=ApiSettings(tokens_file=tokens.path, audit_log=str(tmp_path / "audit.log")),
+            check_kubeconfig=accept_kubeconfig,
+        )
+        async with serve_app(api) as url:
+            yield engine, url
+
+
 def as_json(result: Result) -> Any:
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
@@ -37,59 +53,50 @@ async def test_register_watch_disable_enable_and_inspect_through_the_api(tmp_pat
     tokens = Tokens.write(tmp_path)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
-    engine = Engine(engine_settings(tmp_path / "data", workspace=EXAMPLES), invoker=noop_invoker)
-    async with engine:
-        api = create_app(
-            engine.service,
-            settings=ApiSettings(tokens_file=tokens.path, audit_log=str(tmp_path / "audit.log")),
-            check_kubeconfig=accept_kubeconfig,
+    async with served_api(tmp_path, tokens) as (engine, url):
+        admin = ("--url", url, "--token", tokens.by_role[Role.ADMIN], "-o", "json")
+        viewer = ("--url", url, "--token", tokens.by_role[Role.VIEWER])
+        registered = as_json(
+            await cli(
+                "cluster",
+                "register",
+                "rt-cli",
+                "--kubeconfig",
+                str(kubeconfig),
+                "-w",
+                str(EXAMPLES),
+                *admin,
+            )
         )
-        async with serve_app(api) as url:
-            admin = ("--url", url, "--token", tokens.by_role[Role.ADMIN], "-o", "json")
-            viewer = ("--url", url, "--token", tokens.by_role[Role.VIEWER])
-            registered = as_json(
-                await cli(
-                    "cluster",
-                    "register",
-                    "rt-cli",
-                    "--kubeconfig",
-                    str(kubeconfig),
-                    "-w",
-                    str(EXAMPLES),
-                    *admin,
-                )
-            )
-            assert registered["status"] == "reconcile_pending"
+        assert registered["status"] == "reconcile_pending"
 
-            async def ready() -> bool:
-                status = as_json(await cli("cluster", "status", "rt-cli", *viewer, "-o", "json"))
-                return status["status"] == "ready"
+        async def ready() -> bool:
+            status = as_json(await cli("cluster", "status", "rt-cli", *viewer, "-o", "json"))
+            return status["status"] == "ready"
 
-            await poll_until(ready, timeout=30, what="rt-cli ready via the admin CLI")
-            listed = as_json(await cli("cluster", "list", *viewer, "-o", "json"))
-            assert [c["runtimeID"] for c in listed] == ["rt-cli"]
+        await poll_until(ready, timeout=30, what="rt-cli ready via the admin CLI")
+        listed = as_json(await cli("cluster", "list", *viewer, "-o", "json"))
+        assert [c["runtimeID"] for c in listed] == ["rt-cli"]
 
-            denied = await cli("cluster", "disable", "rt-cli", *viewer)
-            assert denied.exit_code == 1
-            assert "403" in denied.output
-            operator = ("--url", url, "--token", tokens.by_role[Role.OPERATOR], "-o", "json")
-            assert as_json(await cli("cluster", "disable", "rt-cli", *operator))["status"] == (
-                "reconcile_disabled"
-            )
-            assert (await engine.service.cluster("rt-cli")).status is (
-                ClusterStatus.RECONCILE_DISABLED
-            )
-            assert as_json(await cli("cluster", "enable", "rt-cli", *operator))["status"] == "ready"
+        denied = await cli("cluster", "disable", "rt-cli", *viewer)
+        assert denied.exit_code == 1
+        assert "403" in denied.output
+        operator = ("--url", url, "--token", tokens.by_role[Role.OPERATOR], "-o", "json")
+        assert as_json(await cli("cluster", "disable", "rt-cli", *operator))["status"] == (
+            "reconcile_disabled"
+        )
+        assert (await engine.service.cluster("rt-cli")).status is (ClusterStatus.RECONCILE_DISABLED)
+        assert as_json(await cli("cluster", "enable", "rt-cli", *operator))["status"] == "ready"
 
-            history = as_json(await cli("cluster", "history", "rt-cli", *viewer, "-o", "json"))
-            assert history["statusChanges"][0]["status"] == "ready"
-            (latest, *_) = as_json(await cli("reconciliation", "list", *viewer, "-o", "json"))
-            info = as_json(
-                await cli("reconciliation", "info", latest["schedulingID"], *viewer, "-o", "json")
-            )
-            assert {op["state"] for op in info["operations"]} == {"done"}
-            table = await cli("reconciliation", "info", latest["schedulingID"], *viewer)
-            assert "istio" in table.stdout
+        history = as_json(await cli("cluster", "history", "rt-cli", *viewer, "-o", "json"))
+        assert history["statusChanges"][0]["status"] == "ready"
+        (latest, *_) = as_json(await cli("reconciliation", "list", *viewer, "-o", "json"))
+        info = as_json(
+            await cli("reconciliation", "info", latest["schedulingID"], *viewer, "-o", "json")
+        )
+        assert {op["state"] for op in info["operations"]} == {"done"}
+        table = await cli("reconciliation", "info", latest["schedulingID"], *viewer)
+        assert "istio" in table.stdout
 
 
 async def test_unreachable_api_is_named() -> None:
@@ -105,21 +112,14 @@ async def test_token_comes_from_a_file_or_the_environment_not_only_the_command_l
     viewer = tokens.by_role[Role.VIEWER]
     token_file = tmp_path / "token"
     token_file.write_text(f"  {viewer}\n")
-    engine = Engine(engine_settings(tmp_path / "data", workspace=EXAMPLES), invoker=noop_invoker)
-    async with engine:
-        api = create_app(
-            engine.service,
-            settings=ApiSettings(tokens_file=tokens.path, audit_log=str(tmp_path / "audit.log")),
-            check_kubeconfig=accept_kubeconfig,
-        )
-        async with serve_app(api) as url:
-            listed = ("cluster", "list", "--url", url, "-o", "json")
-            assert as_json(await cli(*listed, "--token-file", str(token_file))) == []
-            assert as_json(await cli(*listed, env={"RECONCILER_TOKEN_FILE": str(token_file)})) == []
-            assert as_json(await cli(*listed, env={"RECONCILER_TOKEN": viewer})) == []
-            anonymous = await cli(*listed)
-            assert anonymous.exit_code == 1
-            assert "401" in anonymous.output
+    async with served_api(tmp_path, tokens) as (_, url):
+        listed = ("cluster", "list", "--url", url, "-o", "json")
+        assert as_json(await cli(*listed, "--token-file", str(token_file))) == []
+        assert as_json(await cli(*listed, env={"RECONCILER_TOKEN_FILE": str(token_file)})) == []
+        assert as_json(await cli(*listed, env={"RECONCILER_TOKEN": viewer})) == []
+        anonymous = await cli(*listed)
+        assert anonymous.exit_code == 1
+        assert "401" in anonymous.output
     both = await cli(*listed, "--token", viewer, "--token-file", str(token_file))
     assert both.exit_code == 2
     assert "either --token or --token-file" in both.output

@@ -24,9 +24,7 @@ import uvicorn
 from reconciler.api import ApiSettings
 from reconciler.api.app import create_app
 from reconciler.devcluster import PostgresServer
-from reconciler.devcluster import kubelet as fake_kubelet
 from reconciler.devcluster.ports import free_ports
-from reconciler.kube.client import KubeClient
 from reconciler.model.operation import Operation
 from reconciler.model.remote import CALLBACK_SECRET_HEADER
 from reconciler.model.status import ClusterStatus, OperationState
@@ -34,7 +32,7 @@ from reconciler.mothership.engine import Engine
 from reconciler.mothership.settings import Settings
 from reconciler.store.crypto import Cipher
 from reconciler.util.polling import poll_until
-from tests.conftest import KubeTarget
+from tests.conftest import KubeTarget, kubelet_running
 from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
 from tests.helpers.clusters import cluster_spec
 from tests.remote.support import TOKEN, ServeProcess, serve_process
@@ -207,15 +205,8 @@ async def test_killed_component_reconciler_orphans_the_operation_and_another_fin
             return await busy_pool() is survivor
 
         await poll_until(taken_over, timeout=30, what="the survivor to take the orphan over")
-        client = KubeClient.from_kubeconfig(kube_cluster.kubeconfig)
-        stop = asyncio.Event()
-        kubelet = asyncio.create_task(fake_kubelet.run(client, namespace=namespace, stop=stop))
-        try:
+        async with kubelet_running(kube_cluster, namespace):
             await wait_ready(ms.engine, ["rt-kill"], timeout=60)
-        finally:
-            stop.set()
-            await kubelet
-            await client.aclose()
     assert await tasks_done(survivor) == 1
 
 
@@ -276,13 +267,6 @@ async def test_forged_success_with_the_fleet_token_is_refused_and_the_real_worke
             state = await ms.engine.service.operation(*op.key)
             assert state.state is OperationState.IN_PROGRESS
             assert (await ms.engine.service.cluster("rt-forge")).status is not ClusterStatus.READY
-            client = KubeClient.from_kubeconfig(kube_cluster.kubeconfig)
-            stop = asyncio.Event()
-            kubelet = asyncio.create_task(fake_kubelet.run(client, namespace=namespace, stop=stop))
-            try:
+            async with kubelet_running(kube_cluster, namespace):
                 await wait_ready(ms.engine, ["rt-forge"], timeout=60)
-            finally:
-                stop.set()
-                await kubelet
-                await client.aclose()
         assert await tasks_done(one) == 1
