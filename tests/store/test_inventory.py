@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import pytest
@@ -147,3 +148,16 @@ async def test_older_config_version_keeps_its_own_last_status(
     latest = await inventory.latest("rt-1")
     own = await inventory.at_config("rt-1", latest.config_version, own_status=True)
     assert own.status is S.ERROR
+
+
+async def test_concurrent_first_upserts_of_one_cluster_store_one_version(
+    inventory: InventoryRepository,
+) -> None:
+    results = await asyncio.gather(
+        *(inventory.upsert(cluster_spec("rt-race")) for _ in range(12)), return_exceptions=True
+    )
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    outcomes = [r for r in results if not isinstance(r, BaseException)]
+    assert [changed for _, changed in outcomes].count(True) == 1
+    assert {(state.cluster_version, state.config_version) for state, _ in outcomes} == {(1, 1)}
+    assert await inventory.history("rt-race") == {"clusters": 1, "configs": 1, "statuses": 1}

@@ -9,9 +9,12 @@ version it started with. Kubeconfigs and `secret` configuration values are store
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -63,6 +66,22 @@ class InventoryRepository:
         self.engine = engine
         self.cipher = cipher
         self.clock = clock
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, runtime_id: str) -> AsyncIterator[AsyncConnection]:
+        """A transaction that no other writer of this cluster runs alongside: a lock per
+        runtime ID in this process (SQLite reads outside the write transaction) and a
+        transaction-scoped advisory lock on PostgreSQL (other instances). Without it, two
+        first upserts of one new cluster both see no head and both insert one."""
+        lock = self._locks.get(runtime_id)
+        if lock is None:
+            lock = self._locks[runtime_id] = asyncio.Lock()
+        async with lock, self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                key = sa.func.hashtextextended(runtime_id, 0)
+                await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+            yield conn
 
     # ---------------------------------------------------------------- writing
     async def upsert(self, spec: ClusterSpec) -> tuple[ClusterState, bool]:
@@ -71,7 +90,7 @@ class InventoryRepository:
         A change makes the cluster `reconcile_pending`, unless it is disabled (a disabled cluster
         stays disabled when the broker upserts it again) or being deleted (then it is re-created).
         """
-        async with self.engine.begin() as conn:
+        async with self.exclusive(spec.runtime_id) as conn:
             head = await self._head(conn, spec.runtime_id, lock=True)
             now = self.clock()
             cluster_fp = self.cipher.fingerprint(spec.cluster_fingerprint())
@@ -122,7 +141,7 @@ class InventoryRepository:
         With `seen`, only if the status is still the one (and as old as) the caller read:
         StaleStatus otherwise, so two schedulers never act on the same status twice."""
         if conn is None:
-            async with self.engine.begin() as own:
+            async with self.exclusive(runtime_id) as own:
                 return await self.set_status(
                     runtime_id, status, config_version=config_version, conn=own, seen=seen
                 )

@@ -101,7 +101,7 @@ class ReconciliationRepository:
         )
         now = self.clock()
         try:
-            async with self.engine.begin() as conn:
+            async with self.inventory.exclusive(runtime_id) as conn:
                 state = await self.inventory.set_status(
                     runtime_id, status, config_version=config_version, conn=conn, seen=seen
                 )
@@ -346,7 +346,7 @@ class ReconciliationRepository:
         disable) is newer than the outcome: it stays, and a pending one is scheduled at once.
         Returns the cluster's status afterwards, None when the lock was already released."""
         working = ClusterStatus.DELETING if status.deleting else ClusterStatus.RECONCILING
-        async with self.engine.begin() as conn:
+        async with self.inventory.exclusive(reconciliation.runtime_id) as conn:
             released = await conn.execute(
                 reconciliations.update()
                 .where(reconciliations.c.scheduling_id == reconciliation.scheduling_id)
