@@ -122,7 +122,9 @@ class KubeClient:
         accept: str | None = None,
     ) -> Any:
         """Send one request; return the decoded JSON body; raise KubeApiError on error status."""
-        content = None if body is None else json.dumps(body).encode()
+        # UTF-8 as is: the apiserver's YAML decoder of apply patches rejects the surrogate-pair
+        # escapes (`\ud83d\ude80`) json.dumps writes for characters outside the BMP by default
+        content = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": content_type} if content is not None else {}
         if accept is not None:
             headers["Accept"] = accept
