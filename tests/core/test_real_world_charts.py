@@ -72,3 +72,67 @@ async def test_yaml_that_pyyaml_misreads_applies_as_helm_reads_it(
     again = await reconcile(reconciler, cluster, "yaml-quirks", namespace)
     assert again.ok, again.error
     assert again.changed == []
+
+
+async def test_characters_outside_the_bmp_reach_the_apiserver_unchanged(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    first = await reconcile(reconciler, cluster, "emoji", namespace)
+    assert first.ok, first.error
+    dashboard = await live(cluster, "v1", "ConfigMap", "emoji-dashboard", namespace)
+    assert "Health 🩺 of the 🌍" in dashboard["data"]["dashboard.json"]
+    assert dashboard["data"]["note.txt"] == "🎉 and 中文 and é"
+    assert dashboard["metadata"]["annotations"]["description"] == "Cluster health 🚀"
+    again = await reconcile(reconciler, cluster, "emoji", namespace)
+    assert again.ok, again.error
+    assert again.changed == []
+
+
+async def test_null_values_inside_a_custom_resource_are_dropped_with_a_warning(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    first = await reconcile(reconciler, cluster, "nulls-in-cr", namespace)
+    assert first.ok, first.error
+    monitor = await live(cluster, "nulls.example.io/v1", "Monitor", "nulls-in-cr", namespace)
+    assert monitor["spec"]["podMetadata"] == {
+        "annotations": {"example.io/owner": "platform"},
+        "labels": {},
+    }
+    assert monitor["spec"]["selectors"] == [{"matchLabels": {"app": "web"}}]
+    dropped = [w for w in first.warnings if "dropped null value" in w]
+    assert any("podMetadata.annotations.example.io/unset" in w for w in dropped), dropped
+    assert any("selectors[0].matchLabels.zone" in w for w in dropped), dropped
+
+
+@pytest.mark.usefixtures("kubelet")
+async def test_duplicate_keys_in_keyed_lists_keep_the_last_entry_with_a_warning(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    first = await reconcile(reconciler, cluster, "duplicate-keys", namespace)
+    assert first.ok, first.error
+    pod = (await live(cluster, "apps/v1", "Deployment", "duplicate-keys", namespace))["spec"][
+        "template"
+    ]["spec"]
+    (app,) = pod["containers"]
+    assert [(e["name"], e["value"]) for e in app["env"]] == [
+        ("REGION", "eu"),
+        ("LOG_LEVEL", "debug"),
+    ]
+    assert [(p["containerPort"], p["name"]) for p in app["ports"]] == [
+        (8080, "http-again"),
+        (9090, "metrics"),
+    ]
+    assert app["volumeMounts"] == [{"name": "config-b", "mountPath": "/etc/app"}]
+    assert pod["initContainers"][0]["env"] == [{"name": "MODE", "value": "last"}]
+    assert [(v["name"], v["configMap"]["name"]) for v in pod["volumes"]] == [
+        ("config-b", "b"),
+        ("config", "c"),
+    ]
+    service = await live(cluster, "v1", "Service", "duplicate-keys", namespace)
+    assert [(p["port"], p["name"]) for p in service["spec"]["ports"]] == [(80, "http-2")]
+    duplicates = [w for w in first.warnings if "duplicate entries" in w]
+    assert len(duplicates) == 6, duplicates
+    assert any("containers[app].env: name=LOG_LEVEL" in w for w in duplicates), duplicates
+    again = await reconcile(reconciler, cluster, "duplicate-keys", namespace)
+    assert again.ok, again.error
+    assert again.changed == []

@@ -3,8 +3,10 @@
 Sets the reconciler's labels, fixes the namespace according to the kind's scope, fills in the
 port protocol the API defaults (Kubernetes 1.20 rejects an apply whose list element omits a key
 field), drops `null` values (they mean "remove" to server-side apply) and does not claim fields
-another controller owns by design (`rules` of aggregated ClusterRoles). Each change that alters
-what the chart said is reported as a warning.
+another controller owns by design (`rules` of aggregated ClusterRoles). Duplicate entries in
+lists server-side apply keys by field (`env` by name, ports, volumes, volumeMounts) make it refuse
+the whole object; the last entry is kept, as the container runtime and kubectl's client-side
+apply do. Each change that alters what the chart said is reported as a warning.
 """
 
 from __future__ import annotations
@@ -21,6 +23,15 @@ COMPONENT = "reconciler.kyma-project.io/component"
 IGNORE_READINESS = "reconciler.kyma-project.io/ignore-readiness"
 MANAGER = "reconciler"
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+# x-kubernetes-list-map-keys of the built-in types: server-side apply refuses duplicate keys
+_CONTAINER_KEYED: dict[str, tuple[str, ...]] = {
+    "env": ("name",),
+    "ports": ("containerPort", "protocol"),
+    "volumeMounts": ("mountPath",),
+    "volumeDevices": ("devicePath",),
+}
+_POD_KEYED: dict[str, tuple[str, ...]] = {"volumes": ("name",)}
+_SERVICE_KEYED: dict[str, tuple[str, ...]] = {"ports": ("port", "protocol")}
 
 
 def _drop_nulls(node: Any, path: str, warnings: list[str]) -> Any:
@@ -62,6 +73,56 @@ def _default_protocols(node: Any, in_service_spec: bool = False) -> None:
             _default_protocols(item)
 
 
+def _keep_last(node: dict[str, Any], keyed: dict[str, tuple[str, ...]], path: str) -> list[str]:
+    """Drop all but the last entry per key in `node`'s keyed lists; say what was dropped."""
+    warnings = []
+    for field, keys in keyed.items():
+        items = node.get(field)
+        if not isinstance(items, list):
+            continue
+        last = {
+            tuple(item.get(k) for k in keys): index
+            for index, item in enumerate(items)
+            if isinstance(item, dict)
+        }
+        keep = [
+            not isinstance(item, dict) or last[tuple(item.get(k) for k in keys)] == index
+            for index, item in enumerate(items)
+        ]
+        if not all(keep):
+            dropped = sorted(
+                {_describe(keys, i) for i, k in zip(items, keep, strict=True) if not k}
+            )
+            node[field] = [item for item, k in zip(items, keep, strict=True) if k]
+            warnings.append(
+                f"kept the last of duplicate entries in {path}.{field}: {', '.join(dropped)}"
+            )
+    return warnings
+
+
+def _describe(keys: tuple[str, ...], item: Any) -> str:
+    return ",".join(f"{k}={item.get(k)}" for k in keys if item.get(k) is not None)
+
+
+def _dedupe_pod_specs(node: Any, path: str) -> list[str]:
+    """Keep the last duplicate in the keyed lists of every pod spec (any dict with containers)."""
+    warnings: list[str] = []
+    if isinstance(node, dict):
+        if isinstance(node.get("containers"), list):
+            warnings += _keep_last(node, _POD_KEYED, path)
+            for list_name in _CONTAINER_LISTS:
+                for container in node.get(list_name) or []:
+                    if isinstance(container, dict):
+                        where = f"{path}.{list_name}[{container.get('name')}]"
+                        warnings += _keep_last(container, _CONTAINER_KEYED, where)
+        for key, value in node.items():
+            warnings += _dedupe_pod_specs(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            warnings += _dedupe_pod_specs(item, f"{path}[{index}]")
+    return warnings
+
+
 def prepare(
     obj: KubeObject, *, namespace: str, namespaced: bool, version: str, component: str
 ) -> tuple[KubeObject, list[str]]:
@@ -92,6 +153,9 @@ def prepare(
     if prepared.kind == "Service":
         _default_protocols(raw.get("spec", {}), in_service_spec=True)
     _default_protocols(raw.get("spec", {}))
+    warnings += _dedupe_pod_specs(raw.get("spec", {}), "spec")
+    if prepared.kind == "Service" and prepared.group == "" and isinstance(raw.get("spec"), dict):
+        warnings += _keep_last(raw["spec"], _SERVICE_KEYED, "spec")
     if (
         prepared.kind == "ClusterRole"
         and prepared.group == "rbac.authorization.k8s.io"
