@@ -168,7 +168,7 @@ async def _list_metadata(
         raise
     group = api_version.rpartition("/")[0]
     result: Listing = {}
-    for item in listing.get("items", []):
+    for item in listing.get("items") or []:  # an empty metadata LIST says `"items": null`
         meta = item.get("metadata") or {}
         key = ObjectKey(group, kind, meta.get("namespace", ""), meta.get("name", ""))
         owner = (meta.get("labels") or {}).get(COMPONENT, "")

@@ -76,6 +76,8 @@ class RemoteTask(_Wire):
     callback_secret: str = Field(default="", alias="callbackSecret", repr=False)
     """Sent back with every callback (`X-Callback-Secret`); the mothership refuses callbacks
     without the secret of the operation's latest hand-over."""
+    force: bool = False
+    """Apply every object, even when the inputs did not change (no fast path)."""
 
     def to_task(self) -> Task:
         return Task(
@@ -91,6 +93,7 @@ class RemoteTask(_Wire):
             correlation_id=self.correlation_id,
             components_ready=tuple(self.components_ready),
             timeout=self.timeout,
+            force=self.force,
         )
 
     @classmethod
@@ -121,6 +124,7 @@ class RemoteTask(_Wire):
                 "includeCrds": task.include_crds,
                 "timeout": task.timeout,
                 "callbackSecret": callback_secret,
+                "force": task.force,
             }
         )
 

@@ -97,6 +97,7 @@ class Engine:
                 ComponentReconciler(
                     HelmChartProvider(ChartCache(settings.charts_cache)),
                     ActionRegistry.from_entry_points(),
+                    full_after=settings.full_reconcile_after,
                 ),
                 timeout=settings.operation_timeout,
             )

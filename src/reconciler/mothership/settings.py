@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     orphan_timeout: float = 60.0
     bookkeeping_interval: float = 2.0
     operation_timeout: float = 600.0
+    full_reconcile_after: float = Field(default=3600.0, gt=0)
+    """Seconds after which a component whose inputs did not change is applied in full again
+    (in-process invoker; the no-op fast path only checks drift it can see in metadata)."""
+    full_reconcile_every: int = Field(default=0, ge=0)
+    """On average every Nth reconciliation of a cluster applies every object (chosen by the
+    reconciliation's id, so all instances and retries agree); 0: never by count."""
 
     # retention
     keep_reconciliations: int = 10

@@ -52,6 +52,8 @@ class ComponentSettings(BaseSettings):
     """An idle cluster client is closed after this long."""
 
     charts_cache: Path = Field(default_factory=lambda: cache_dir() / "component-charts")
+    full_reconcile_after: float = Field(default=3600.0, gt=0)
+    """Seconds after which a component whose inputs did not change is applied in full again."""
 
     retry_delay: float = Field(default=1.0, ge=0)
     """First pause between failed attempts of a task; doubles up to `retry_max_delay`."""

@@ -216,7 +216,11 @@ class TaskRunner:
                 try:
                     async with self.clients.cluster(job.remote.kubeconfig) as cluster:
                         # a fresh core per attempt: its capabilities cache is keyed per cluster
-                        core = ComponentReconciler(self.charts, self.actions)
+                        core = ComponentReconciler(
+                            self.charts,
+                            self.actions,
+                            full_after=self.settings.full_reconcile_after,
+                        )
                         outcome = await core.run(task, cluster, report)
                 except KubeconfigError as exc:
                     return f"component {component}: {exc}", False

@@ -1,0 +1,59 @@
+"""The live index against the real apiserver: metadata-only reads of managed objects."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.live import LiveIndex, observe
+from reconciler.kube.transform import prepare
+from reconciler.model.kube_object import KubeObject
+from tests.conftest import KubeTarget
+
+
+@pytest.fixture
+async def cluster(kube_cluster: KubeTarget) -> AsyncIterator[Cluster]:
+    async with await Cluster.connect(kube_cluster.kubeconfig) as connected:
+        yield connected
+
+
+def configmap(name: str, namespace: str) -> KubeObject:
+    raw = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "1"}}
+    ready, _ = prepare(
+        KubeObject(raw), namespace=namespace, namespaced=True, version="1", component="live"
+    )
+    return ready
+
+
+@pytest.mark.parametrize("shared", [True, False])
+async def test_observes_what_exists_and_is_ours_and_nothing_of_empty_kinds(
+    cluster: Cluster, namespace: str, shared: bool
+) -> None:
+    mine = await cluster.apply(configmap("mine", namespace))
+    missing = configmap("missing", namespace)
+    secret = KubeObject(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": namespace}}
+    )
+    found = await LiveIndex(shared=shared).observe(cluster, [mine, missing, secret], "live")
+    assert found == {mine.key: observe(mine)}
+    assert await LiveIndex(shared=shared).observe(cluster, [mine], "someone-else") == {}
+
+
+async def test_signature_moves_when_someone_else_takes_a_field_over(
+    cluster: Cluster, namespace: str
+) -> None:
+    applied = await cluster.apply(configmap("taken", namespace))
+    await cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "taken", "namespace": namespace},
+            "data": {"a": "2"},
+        },
+        field_manager="someone-else",
+    )
+    (now,) = (await LiveIndex(shared=False).observe(cluster, [applied], "live")).values()
+    assert now.resource_version != observe(applied).resource_version
+    assert now.signature != observe(applied).signature

@@ -1,0 +1,42 @@
+"""Which mothership operations skip the no-op fast path, and that the flag reaches the core."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from reconciler.model.operation import Operation
+from reconciler.model.remote import RemoteTask
+from reconciler.model.status import OperationState, OperationType
+from reconciler.model.task import Task
+from reconciler.mothership.planner import Planner
+from reconciler.mothership.settings import Settings
+
+
+def operation(scheduling_id: str, retries: int = 0) -> Operation:
+    now = dt.datetime.now(dt.UTC)
+    return Operation(
+        scheduling_id, "corr", "runtime", 1, 1, "web", "default", OperationType.RECONCILE,
+        OperationState.NEW, "", retries, False, "", now, now,
+    )  # fmt: skip
+
+
+def test_every_nth_reconciliation_on_average_runs_in_full_and_its_operations_agree() -> None:
+    planner = Planner(Settings(full_reconcile_every=4))
+    ids = [str(uuid.uuid4()) for _ in range(2000)]
+    full = [i for i in ids if planner.full_run(operation(i))]
+    assert 350 < len(full) < 650  # ~1 in 4
+    assert all(planner.full_run(operation(i)) for i in full)  # same id, same answer
+
+
+def test_no_count_means_no_full_run_but_a_retry_always_is_one() -> None:
+    planner = Planner(Settings(full_reconcile_every=0))
+    assert not any(planner.full_run(operation(str(uuid.uuid4()))) for _ in range(100))
+    assert planner.full_run(operation("x", retries=1))
+
+
+def test_the_force_flag_travels_to_a_remote_component_reconciler() -> None:
+    task = Task("web", "ns", "1", "/c", correlation_id="c", force=True)
+    wire = RemoteTask.of(task, kubeconfig="k", callback_url="http://cb", max_retries=1)
+    back = RemoteTask.model_validate_json(wire.model_dump_json(by_alias=True)).to_task()
+    assert back.force is True
