@@ -84,14 +84,32 @@ async def test_crd_larger_than_256_kib_applies(cluster: Cluster) -> None:
 
 
 async def test_unknown_kind_names_kind_and_served_versions(cluster: Cluster) -> None:
-    cronjob = KubeObject(
+    unknown = KubeObject(
         {
-            "apiVersion": "batch/v2",
+            "apiVersion": "batch/v1",
+            "kind": "NoSuchKind",
+            "metadata": {"name": "x", "namespace": "default"},
+        }
+    )
+    with pytest.raises(
+        ApplyError, match=r"NoSuchKind in batch/v1 .* serves batch versions v1, .*none with kind"
+    ):
+        await cluster.apply(unknown)
+
+
+async def test_kind_of_a_newer_kubernetes_names_the_version_the_cluster_serves_it_in(
+    cluster: Cluster,
+) -> None:
+    cronjob = KubeObject(  # batch/v1 CronJob is Kubernetes 1.21+; the test bed is 1.20
+        {
+            "apiVersion": "batch/v1",
             "kind": "CronJob",
             "metadata": {"name": "x", "namespace": "default"},
         }
     )
-    with pytest.raises(ApplyError, match=r"CronJob in batch/v2 .* serves batch versions v1"):
+    with pytest.raises(
+        ApplyError, match=r"CronJob in batch/v1 is not .* serves CronJob in batch/v1beta1 \("
+    ):
         await cluster.apply(cronjob)
 
 

@@ -93,13 +93,24 @@ class RestMapper:
                     return found
             if attempt == 0:
                 self.invalidate()
-        served = groups.get(group)
-        detail = (
-            f"the cluster serves {group or 'core'} versions {', '.join(served)}"
-            if served
-            else f"the cluster does not serve API group {group or 'core'!r} at all"
+        raise ApplyError(
+            f"kind {kind} in {api_version} is not served by this cluster; "
+            + await self._served_instead(group, kind)
         )
-        raise ApplyError(f"kind {kind} in {api_version} is not served by this cluster; {detail}")
+
+    async def _served_instead(self, group: str, kind: str) -> str:
+        """What the cluster serves in place of an unserved kind: the kind in other versions of
+        its group (a chart written for a newer Kubernetes), else the group's versions."""
+        served = (await self._load_groups()).get(group)
+        if not served:
+            return f"the cluster does not serve API group {group or 'core'!r} at all"
+        versions = f"{group or 'core'} versions {', '.join(served)}"
+        prefix = f"{group}/" if group else ""
+        elsewhere = [v for v in served if kind in await self._load_resources(group, v)]
+        if elsewhere:
+            where = ", ".join(prefix + v for v in elsewhere)
+            return f"the cluster serves {kind} in {where} ({versions})"
+        return f"the cluster serves {versions}, none with kind {kind}"
 
     async def api_versions(self) -> list[str]:
         """Helm's `.Capabilities.APIVersions`: every `group/version` and `group/version/Kind`."""
