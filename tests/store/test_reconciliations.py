@@ -15,6 +15,7 @@ from tests.helpers.clusters import cluster_spec
 
 S = ClusterStatus
 OS = OperationState
+OT = OperationType
 PLAN = [
     PlannedOperation("CRDs", "kyma-system", 1),
     PlannedOperation("istio", "istio-system", 2),
@@ -86,6 +87,20 @@ async def test_per_cluster_limit_leaves_room_for_other_clusters(
     for op in ops[:2]:  # CRDs and istio done: a and b are claimable together
         await repo.update(op.key, OS.DONE, expect=(OS.NEW,))
     assert len(await repo.claim("w1", 10, per_cluster=1)) == 1
+
+
+async def test_per_cluster_limit_counts_operations_already_in_progress(
+    inventory: InventoryRepository, repo: ReconciliationRepository
+) -> None:
+    wide = [PlannedOperation(f"c{i}", "kyma-system", 1) for i in range(8)]
+    state, _ = await inventory.upsert(cluster_spec("rt-wide"))
+    await repo.create("rt-wide", state.cluster_version, state.config_version, OT.RECONCILE, wide)
+    other = await reconciliation(inventory, repo, "rt-other")
+    claimed = [op for _ in range(4) for op in await repo.claim("w1", 2, per_cluster=3)]
+    claimed += await repo.claim("w2", 2, per_cluster=3)  # another worker counts them too
+    per_cluster = {rt: sum(op.runtime_id == rt for op in claimed) for rt in ("rt-wide", "rt-other")}
+    assert per_cluster == {"rt-wide": 3, "rt-other": 1}
+    assert {op.scheduling_id for op in claimed if op.runtime_id == "rt-other"} == {other}
 
 
 async def test_silent_operations_become_orphans_and_are_claimed_again(

@@ -151,8 +151,19 @@ class ReconciliationRepository:
     async def claim(
         self, worker: str, limit: int, *, per_cluster: int = 4, exclude: Sequence[str] = ()
     ) -> list[Operation]:
-        """Take up to `limit` processable operations for `worker` (state -> in_progress)."""
+        """Take up to `limit` processable operations for `worker` (state -> in_progress).
+
+        No cluster gets more than `per_cluster` operations in progress, counting those already
+        running (any worker, any instance) and not only this batch: clusters at the limit are
+        left out of the candidates, so they leave room for the others too."""
         now = self.clock()
+        busy = operations.alias("busy")
+        at_limit = (
+            sa.select(busy.c.runtime_id)
+            .where(busy.c.state == OperationState.IN_PROGRESS.value)
+            .group_by(busy.c.runtime_id)
+            .having(sa.func.count() >= per_cluster)
+        )
         other = operations.alias("other")
         lowest_open = (
             sa.select(sa.func.min(other.c.priority))
@@ -165,6 +176,7 @@ class ReconciliationRepository:
             .where(operations.c.state.in_([s.value for s in CLAIMABLE]))
             .where(operations.c.not_before <= now)
             .where(operations.c.priority == lowest_open)
+            .where(operations.c.runtime_id.not_in(at_limit))
             .order_by(operations.c.updated)
             .limit(limit * 3)
         )
@@ -174,8 +186,17 @@ class ReconciliationRepository:
             query = query.with_for_update(skip_locked=True, of=operations)
         async with self.engine.begin() as conn:
             rows = (await conn.execute(query)).mappings().all()
-            chosen: list[Any] = []
+            candidates = {row["runtime_id"] for row in rows}
             per_runtime: dict[str, int] = {}
+            if candidates:
+                running = await conn.execute(
+                    sa.select(operations.c.runtime_id, sa.func.count())
+                    .where(operations.c.state == OperationState.IN_PROGRESS.value)
+                    .where(operations.c.runtime_id.in_(candidates))
+                    .group_by(operations.c.runtime_id)
+                )
+                per_runtime = {runtime_id: int(count) for runtime_id, count in running.all()}
+            chosen: list[Any] = []
             for row in rows:
                 if len(chosen) >= limit:
                     break
