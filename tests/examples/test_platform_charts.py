@@ -99,7 +99,7 @@ def test_unquoted_dates_and_big_numbers_render_unquoted(workspace: Path) -> None
     assert re.search(r"^value: \d+e\+\d+$", text, re.MULTILINE)  # Helm's float formatting
 
 
-@pytest.mark.parametrize("chart", ["cert-manager", "serverless", "policy", "grafana", "database"])
+@pytest.mark.parametrize("chart", ["cert-manager", "functions", "policy", "grafana", "database"])
 def test_generated_values_differ_between_two_renders(workspace: Path, chart: str) -> None:
     first, second = render(workspace, chart, run=1), render(workspace, chart, run=2)
 
