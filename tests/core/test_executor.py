@@ -55,3 +55,18 @@ async def test_failed_prerequisite_stops_everything_after_it() -> None:
     results = await execute(plan_components(SET), run)
     assert results["CRDs"].state is StepState.DONE
     assert {results[n].state for n in ("a", "b", "c")} == {StepState.SKIPPED}
+
+
+async def test_keep_going_runs_what_waits_for_a_failed_step_in_order() -> None:
+    ran: list[str] = []
+
+    async def run(name: str) -> bool:
+        await asyncio.sleep(0)
+        ran.append(name)
+        return name != "a"
+
+    plan = plan_components(SET, with_crds=False).reversed()
+    results = await execute(plan, run, keep_going=True)
+    assert results["a"].state is StepState.FAILED
+    assert all(results[name].state is StepState.DONE for name in ("b", "c", "base"))
+    assert ran.index("b") < ran.index("a") < ran.index("base")

@@ -105,5 +105,6 @@ async def run_component_set(
         outcomes[name] = await reconciler.run(tasks[name], cluster, report, live=live)
         return outcomes[name].ok
 
-    results = await execute(plan, run_step, concurrency=concurrency)
+    deleting = any(task.type is TaskType.DELETE for task in tasks.values())
+    results = await execute(plan, run_step, concurrency=concurrency, keep_going=deleting)
     return results, outcomes

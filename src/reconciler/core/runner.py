@@ -25,7 +25,7 @@ from reconciler.errors import ClusterUnreachable, ReadinessTimeout, ReconcilerEr
 from reconciler.kube import inventory
 from reconciler.kube.apply import apply_objects, prepare_all
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.delete import delete_objects
+from reconciler.kube.delete import delete_objects, without_unserved
 from reconciler.kube.live import LiveIndex
 from reconciler.kube.transform import COMPONENT
 from reconciler.kube.wait import all_ready, wait_ready
@@ -300,7 +300,10 @@ class ComponentReconciler:
         await self._hook("pre_delete", ctx, phase)
         if not await self._hook("delete", ctx, phase):
             phase("render chart")
-            rendered = await self.charts.render(task, await self.capabilities(cluster))
+            rendered, unserved = await without_unserved(
+                cluster, await self.charts.render(task, await self.capabilities(cluster))
+            )
+            outcome.warnings.extend(unserved)
             objects, _ = await prepare_all(
                 cluster,
                 rendered,

@@ -3,7 +3,8 @@
 Order: custom resources of the component's own CRDs (their controllers may need to run
 finalizers while the component still exists), then namespaced objects, then cluster-scoped ones,
 then the CRDs, and namespaces last, and a namespace only when nothing that belongs to someone
-else is left in it.
+else is left in it. Objects of kinds the cluster does not serve (a CRD never installed, a
+`batch/v1` CronJob on 1.20) cannot exist: they count as deleted, not as a failure.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from reconciler.errors import ReadinessTimeout, WaitTimeout
+from reconciler.errors import ApplyError, ReadinessTimeout, WaitTimeout
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
@@ -49,6 +50,31 @@ def delete_waves(objects: list[KubeObject]) -> list[list[KubeObject]]:
         else:
             waves[2].append(obj)
     return [wave for wave in waves if wave]
+
+
+async def without_unserved(
+    cluster: Cluster, objects: list[KubeObject]
+) -> tuple[list[KubeObject], list[str]]:
+    """The objects whose kind the cluster serves (or a CRD among them defines), and a note per
+    kind it does not serve: nothing of such a kind can exist, so it is already deleted."""
+    defined = _crd_kinds(objects)
+    served: dict[tuple[str, str], bool] = {}
+    kept: list[KubeObject] = []
+    for obj in objects:
+        kind = (obj.api_version, obj.kind)
+        if kind not in served:
+            try:
+                served[kind] = (obj.group, obj.kind) in defined or bool(await cluster.info(obj))
+            except ApplyError:
+                served[kind] = False
+        if served[kind]:
+            kept.append(obj)
+    notes = [
+        f"nothing to delete of kind {kind} in {api_version}: the cluster does not serve it"
+        for (api_version, kind), is_served in sorted(served.items())
+        if not is_served
+    ]
+    return kept, notes
 
 
 async def _gone(cluster: Cluster, objects: list[KubeObject], timeout: float) -> None:
