@@ -28,7 +28,7 @@ from fastapi import FastAPI
 
 from reconciler.api import ApiSettings, create_app
 from reconciler.api.auth import Role
-from reconciler.api.kubeconfig import KubeconfigCheck
+from reconciler.kube.probe import KubeconfigCheck
 from reconciler.model.cluster import ClusterSpec, ClusterState
 from reconciler.model.operation import Operation
 from reconciler.mothership.engine import Engine

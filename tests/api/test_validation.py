@@ -76,6 +76,50 @@ async def test_deeply_nested_json_is_a_400_not_a_crash(api: Api) -> None:
     await _rejected(api, 400, "", content=b"[" * 50_000 + b"]" * 50_000)
 
 
+async def test_a_900_deep_configuration_value_is_a_400_before_the_kubeconfig_is_contacted(
+    tmp_path: Path, tokens: Tokens
+) -> None:
+    contacted: list[str] = []
+
+    async def record_contact(kubeconfig: str) -> None:
+        contacted.append(kubeconfig)
+
+    value: object = "leaf"
+    for _ in range(900):
+        value = {"nested": value}
+    body = cluster_body("rt-deep")
+    body["kymaConfig"]["components"][0]["configuration"].append({"key": "deep", "value": value})
+    settings = ApiSettings(tokens_file=tokens.path)
+    async with running_api(
+        tmp_path, settings, check_kubeconfig=record_contact, headers=tokens.header(Role.ADMIN)
+    ) as api:
+        message = await _rejected(api, 400, "nested more than 64 levels deep", json=body)
+        assert "configuration[2].value" in message
+        shallow = cluster_body("rt-shallow")
+        shallow["kymaConfig"]["components"][0]["configuration"].append(
+            {"key": "deep", "value": json.loads('{"a":' * 64 + "1" + "}" * 64)}
+        )
+        assert (await api.client.post("/v1/clusters", json=shallow)).status_code == 200
+    assert len(contacted) == 1  # only the accepted request reached the network check
+
+
+async def test_a_refused_kubeconfig_is_never_contacted(tmp_path: Path, tokens: Tokens) -> None:
+    contacted: list[str] = []
+
+    async def record_contact(kubeconfig: str) -> None:
+        contacted.append(kubeconfig)
+
+    config = yaml.safe_load(secret_kubeconfig())
+    config["users"][0]["user"] = {"exec": {"command": "/bin/sh"}}
+    settings = ApiSettings(tokens_file=tokens.path)
+    async with running_api(
+        tmp_path, settings, check_kubeconfig=record_contact, headers=tokens.header(Role.ADMIN)
+    ) as api:
+        body = cluster_body("rt-exec", kubeconfig=yaml.safe_dump(config))
+        await _rejected(api, 400, "uses `exec`", json=body)
+    assert contacted == []
+
+
 async def test_unknown_component_is_refused_by_the_validator(
     tmp_path: Path, tokens: Tokens
 ) -> None:

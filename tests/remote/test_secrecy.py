@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.model.remote import CallbackStatus
+from reconciler.kube.kubeconfig import scrubber
+from reconciler.model.remote import CallbackStatus, RemoteTask
+from reconciler.model.task import Task
 from reconciler.observability.logging import configure_logging
-from reconciler.remote.worker import Scrubber
+from reconciler.util.secrecy import REDACTED
+from tests.helpers.charts import make_chart
 from tests.remote.support import CallbackReceiver, running_service, settings, task_body
 
 TOKEN_VALUE = "kubeconfig-token-Zm9vYmFyYmF6cXV4"
@@ -49,7 +52,6 @@ async def test_kubeconfig_appears_in_no_response_log_line_or_callback(
         "c-real": kubeconfig_text,
         "c-unreachable": UNREACHABLE,
         "c-malformed": MALFORMED,
-        "c-yaml": BROKEN_YAML,
     }
     responses: list[str] = []
     async with running_service(settings(tmp_path)) as (_, client):
@@ -66,6 +68,19 @@ async def test_kubeconfig_appears_in_no_response_log_line_or_callback(
             )
             assert response.status_code == 200
             responses.append(response.text)
+        broken = await client.post(
+            "/v1/run",
+            json=task_body(
+                chart=configmaps_chart,
+                namespace=namespace,
+                kubeconfig=BROKEN_YAML,
+                callback_url=receiver.callback_url("c-yaml"),
+                correlation_id="c-yaml",
+            ),
+        )
+        assert broken.status_code == 400
+        assert "kubeconfig" in broken.json()["error"]
+        responses.append(broken.text)
         invalid = await client.post(
             "/v1/run",
             json=task_body(
@@ -83,20 +98,81 @@ async def test_kubeconfig_appears_in_no_response_log_line_or_callback(
     assert finals["c-unreachable"].status is CallbackStatus.ERROR
     assert "component web" in finals["c-unreachable"].error
     assert finals["c-malformed"].status is CallbackStatus.ERROR
-    assert finals["c-yaml"].status is CallbackStatus.ERROR
-    assert "kubeconfig" in finals["c-yaml"].error
 
     captured = capsys.readouterr()
     logs = captured.out + captured.err
     assert "task finished" in logs  # the logs were captured at all
     everything = "\n".join([*responses, *receiver.raw_bodies, logs])
-    for kubeconfig in cases.values():
+    for kubeconfig in [*cases.values(), BROKEN_YAML]:
         for secret in secrets_of(kubeconfig):
             assert secret not in everything
     assert TOKEN_VALUE not in everything
 
 
 def test_scrubber_redacts_the_kubeconfig_and_each_credential_in_it() -> None:
-    scrub = Scrubber(UNREACHABLE)
+    scrub = scrubber(UNREACHABLE)
     text = f"user {TOKEN_VALUE} failed; config was {UNREACHABLE.strip()}"
     assert scrub(text) == "user <redacted> failed; config was <redacted>"
+
+
+SECRET_VALUE = "hunter2-secret-value"
+LEAKING = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: leaky
+  labels:
+    leak: {{ printf "%s!" .Values.db.password | quote }}
+data: {}
+"""
+
+
+async def test_a_secret_value_echoed_by_the_apiserver_leaves_in_no_callback_or_log_line(
+    tmp_path: Path,
+    receiver: CallbackReceiver,
+    kubeconfig_text: str,
+    namespace: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging(json_lines=True, level="DEBUG")
+    chart = make_chart(tmp_path, "leaky", {"cm.yaml": LEAKING})
+    async with running_service(settings(tmp_path)) as (_, client):
+        response = await client.post(
+            "/v1/run",
+            json=task_body(
+                chart=chart,
+                namespace=namespace,
+                kubeconfig=kubeconfig_text,
+                callback_url=receiver.callback_url("c-leak"),
+                correlation_id="c-leak",
+                configuration={"db": {"password": SECRET_VALUE}},
+                secretKeys=["db.password"],
+                componentConfiguration={"maxRetries": 1},
+            ),
+        )
+        assert response.status_code == 200, response.text
+        final = await receiver.wait_final("c-leak")
+    assert final.status is CallbackStatus.ERROR
+    assert "Invalid value" in final.error
+    assert REDACTED in final.error
+    assert CallbackStatus.FAILED in receiver.statuses("c-leak")  # the retry's callback too
+    logs = capsys.readouterr()
+    assert "task finished" in logs.err + logs.out
+    assert SECRET_VALUE not in "\n".join([*receiver.raw_bodies, logs.out, logs.err])
+
+
+def test_the_mothership_names_the_secret_configuration_keys_in_the_task() -> None:
+    task = Task(
+        component="web",
+        namespace="default",
+        version="1",
+        chart="/charts/web",
+        configuration={"db": {"password": SECRET_VALUE}, "replicas": 2},
+        secret_keys=("db.password",),
+        correlation_id="c-1",
+    )
+    remote = RemoteTask.of(task, kubeconfig="k", callback_url="http://m/cb", max_retries=0)
+    assert remote.model_dump(by_alias=True)["secretKeys"] == ["db.password"]
+    wire = RemoteTask.model_validate_json(remote.model_dump_json(by_alias=True))
+    assert wire.secret_values() == [SECRET_VALUE]
+    assert wire.to_task().secret_keys == ("db.password",)

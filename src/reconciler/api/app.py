@@ -20,10 +20,10 @@ from fastapi.openapi.utils import get_openapi
 from reconciler.api.auth import Authenticator, AuthMiddleware, NoAuth, build_authenticator
 from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
 from reconciler.api.errors import ErrorMiddleware, install_error_handlers
-from reconciler.api.kubeconfig import KubeconfigCheck, connect_check
 from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware
 from reconciler.api.routes import callbacks, clusters, health, operations, reconciliations
 from reconciler.api.settings import ApiSettings
+from reconciler.kube.probe import KubeconfigCheck, connect_check
 from reconciler.model.cluster import ClusterSpec
 from reconciler.mothership.planner import Planner
 from reconciler.mothership.service import MothershipService
@@ -108,7 +108,11 @@ def create_app(
         service=service,
         settings=settings,
         validate_spec=validate_spec or accept_any_spec,
-        check_kubeconfig=check_kubeconfig or connect_check(settings.kubeconfig_timeout),
+        check_kubeconfig=check_kubeconfig
+        or connect_check(
+            settings.kubeconfig_timeout,
+            allow_host_access=settings.kubeconfig_allow_host_access,
+        ),
         ready=ready or database_probe(service),
     )
     install_error_handlers(app)

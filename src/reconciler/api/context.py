@@ -13,8 +13,8 @@ from typing import cast
 
 from fastapi import Request
 
-from reconciler.api.kubeconfig import KubeconfigCheck
 from reconciler.api.settings import ApiSettings
+from reconciler.kube.probe import KubeconfigCheck
 from reconciler.model.cluster import ClusterSpec
 from reconciler.mothership.service import MothershipService
 

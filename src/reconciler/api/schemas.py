@@ -15,13 +15,33 @@ import datetime as dt
 import enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from reconciler.model.status import ClusterStatus
 
 RUNTIME_ID = r"^[A-Za-z0-9][A-Za-z0-9._~-]*$"
 COMPONENT = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 NAMESPACE = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+MAX_VALUE_DEPTH = 64
+"""How deeply a configuration value may nest (Helm values rarely pass 10): deeper values are
+refused with 400 before anything else happens, instead of failing later in serialization."""
+
+
+def nesting_depth(value: Any) -> int:
+    """Levels of maps and lists in `value` (0 for a scalar); iterative, so any depth is safe."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_VALUE_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 class _Input(BaseModel):
@@ -49,6 +69,13 @@ class ConfigEntryIn(_Input):
     key: str = Field(min_length=1, max_length=1024)
     value: Any = None
     secret: bool = False
+
+    @field_validator("value")
+    @classmethod
+    def _bounded_depth(cls, value: Any) -> Any:
+        if nesting_depth(value) > MAX_VALUE_DEPTH:
+            raise ValueError(f"nested more than {MAX_VALUE_DEPTH} levels deep")
+        return value
 
 
 class ComponentIn(_Input):

@@ -1,7 +1,8 @@
 """Async access to one cluster as raw REST on top of lightkube's connection set-up.
 
-lightkube parses the kubeconfig and builds the authenticated, TLS-verified HTTP client (client
-certificates, tokens, exec plugins, in-cluster service accounts). On top of it this module speaks
+`kube/kubeconfig.py` reads and inspects the kubeconfig; lightkube builds the authenticated,
+TLS-verified HTTP client (client certificates, tokens, exec plugins, in-cluster service
+accounts). On top of it this module speaks
 plain REST with dict objects: the reconciler handles arbitrary kinds (custom resources included)
 discovered at run time, so typed models would only add conversions and a process-global
 resource registry that two clusters with different CRDs could fight over.
@@ -10,20 +11,17 @@ resource registry that two clusters with different CRDs could fight over.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import httpx2
-import yaml
 from lightkube.config.client_adapter import ConnectionParams
-from lightkube.config.kubeconfig import KubeConfig, SingleConfig
-from lightkube.core.exceptions import ConfigError
+from lightkube.config.kubeconfig import SingleConfig
 
-from reconciler.errors import ClusterUnreachable, KubeconfigError, ReconcilerError
+from reconciler.errors import ClusterUnreachable, ReconcilerError
+from reconciler.kube.kubeconfig import KubeconfigSource, load_kubeconfig
+from reconciler.util.secrecy import excerpt
 
 FIELD_MANAGER = "reconciler"
-KubeconfigSource = str | Path | None
 
 
 class KubeApiError(ReconcilerError):
@@ -35,51 +33,16 @@ class KubeApiError(ReconcilerError):
         self.reason = reason
 
 
-def load_kubeconfig(source: KubeconfigSource, *, text: bool = False) -> SingleConfig:
-    """Read a kubeconfig from a file path, from YAML text, or (None) from the environment.
-
-    None means: `$KUBECONFIG` / `~/.kube/config`, else the in-cluster service account. A `str`
-    is a path unless it spans lines; with `text=True` it is always content (kubeconfigs that
-    come from API clients must never be taken for a path on this host). Errors name the problem,
-    never the content (a kubeconfig is a secret).
-    """
-    try:
-        if source is None:
-            config = KubeConfig.from_env()
-        elif isinstance(source, Path) or ("\n" not in source and not text):
-            path = Path(source).expanduser()
-            if not path.is_file():
-                raise KubeconfigError(f"kubeconfig file {path} does not exist")
-            config = KubeConfig.from_file(path)
-        else:
-            data = yaml.safe_load(source)
-            if not isinstance(data, dict):
-                raise KubeconfigError("kubeconfig is not a YAML mapping")
-            config = KubeConfig.from_dict(data)
-        single = config.get()
-    except KubeconfigError:
-        raise
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        where = f" (line {line + 1})" if line is not None else ""
-        raise KubeconfigError(f"kubeconfig is not valid YAML{where}") from None
-    except (ConfigError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        # the exception text may quote the kubeconfig: name only what kind of problem it is
-        what = f"missing {exc}" if isinstance(exc, KeyError) else type(exc).__name__
-        raise KubeconfigError(f"kubeconfig is malformed ({what})") from None
-    if single is None or single.cluster is None or not single.cluster.server:
-        raise KubeconfigError("kubeconfig has no current context with a cluster server")
-    return single
-
-
 def _error_from(response: httpx2.Response) -> KubeApiError:
+    """The apiserver's own message, capped: whatever answers at the kubeconfig's server may be
+    something else entirely, and its page must not be read back through our errors."""
     try:
         body = response.json()
         message = str(body.get("message") or response.text)
         reason = str(body.get("reason") or "")
     except (json.JSONDecodeError, AttributeError):
         message, reason = response.text.strip() or response.reason_phrase, ""
-    return KubeApiError(response.status_code, reason, message)
+    return KubeApiError(response.status_code, reason, excerpt(message))
 
 
 class KubeClient:
@@ -98,9 +61,17 @@ class KubeClient:
 
     @classmethod
     def from_kubeconfig(
-        cls, source: KubeconfigSource, *, text: bool = False, **kwargs: Any
+        cls,
+        source: KubeconfigSource,
+        *,
+        text: bool = False,
+        allow_host_access: bool = False,
+        **kwargs: Any,
     ) -> KubeClient:
-        return cls(load_kubeconfig(source, text=text), **kwargs)
+        """A client from a kubeconfig source as `load_kubeconfig` reads (and inspects) it."""
+        return cls(
+            load_kubeconfig(source, text=text, allow_host_access=allow_host_access), **kwargs
+        )
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -144,7 +115,3 @@ class KubeClient:
         """The cluster's Kubernetes version, e.g. v1.20.2 (also proves it is reachable)."""
         info = await self.request("GET", "/version")
         return str(info["gitVersion"])
-
-
-def in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))

@@ -10,8 +10,9 @@ import asyncio
 from typing import Any
 
 from reconciler.errors import ApplyError
-from reconciler.kube.client import FIELD_MANAGER, KubeApiError, KubeClient, KubeconfigSource
+from reconciler.kube.client import FIELD_MANAGER, KubeApiError, KubeClient
 from reconciler.kube.discovery import ResourceInfo, RestMapper
+from reconciler.kube.kubeconfig import KubeconfigSource
 from reconciler.model.kube_object import KubeObject
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -42,7 +43,9 @@ class Cluster:
     ) -> Cluster:
         """Build a client and prove the apiserver answers (ClusterUnreachable otherwise).
 
-        `text=True`: `kubeconfig` is the content itself, never a path (input from clients)."""
+        `text=True`: `kubeconfig` is the content itself, never a path (input from clients); it
+        is refused when it would run a command or read a file here, unless `allow_host_access`
+        is passed on."""
         cluster = cls(KubeClient.from_kubeconfig(kubeconfig, text=text, **kwargs))
         try:
             await cluster.version()

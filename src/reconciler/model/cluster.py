@@ -75,6 +75,15 @@ class ClusterSpec(_Model):
     metadata: Metadata = Field(default_factory=Metadata)
     kubeconfig: str = Field(min_length=1, repr=False)
 
+    def secret_values(self) -> list[Any]:
+        """The values of every `secret: true` configuration entry (what scrubbers remove)."""
+        return [
+            entry.value
+            for component in self.kyma_config.components
+            for entry in component.configuration
+            if entry.secret
+        ]
+
     def cluster_fingerprint(self) -> str:
         """Digest of what makes a new *cluster* version (runtime, metadata, kubeconfig)."""
         return _digest(

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from reconciler.model.status import OperationState
 from reconciler.model.task import Task, TaskType
+from reconciler.model.values import values_at
 
 CALLBACK_SECRET_HEADER = "X-Callback-Secret"
 """The header a component reconciler returns the task's `callbackSecret` in."""
@@ -78,6 +79,12 @@ class RemoteTask(_Wire):
     without the secret of the operation's latest hand-over."""
     force: bool = False
     """Apply every object, even when the inputs did not change (no fast path)."""
+    secret_keys: list[str] = Field(default_factory=list, alias="secretKeys")
+    """Keys of `configuration` whose values are secret: the service scrubs them from callbacks
+    and logs (an addition of this implementation)."""
+
+    def secret_values(self) -> list[Any]:
+        return values_at(self.configuration, self.secret_keys)
 
     def to_task(self) -> Task:
         return Task(
@@ -94,6 +101,7 @@ class RemoteTask(_Wire):
             components_ready=tuple(self.components_ready),
             timeout=self.timeout,
             force=self.force,
+            secret_keys=tuple(self.secret_keys),
         )
 
     @classmethod
@@ -125,6 +133,7 @@ class RemoteTask(_Wire):
                 "timeout": task.timeout,
                 "callbackSecret": callback_secret,
                 "force": task.force,
+                "secretKeys": list(task.secret_keys),
             }
         )
 

@@ -49,6 +49,8 @@ class Task:
     """Wait until workloads are ready (off for benchmarks against `helm` without --wait)."""
     force: bool = False
     """Render and apply every object even when the inputs did not change (no fast path)."""
+    secret_keys: tuple[str, ...] = ()
+    """Configuration keys whose values are secret: scrubbed from every error and log line."""
 
 
 @dataclass(frozen=True)

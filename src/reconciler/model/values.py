@@ -73,3 +73,20 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     except yaml.YAMLError:
         value = raw
     return key.strip(), value
+
+
+def values_at(values: Mapping[str, Any], keys: Iterable[str]) -> list[Any]:
+    """The values found at dotted `keys` in (flat or nested) `values`; missing keys are
+    skipped."""
+    try:
+        nested = nest(values)
+    except ValuesError:  # malformed keys: only exact flat matches can be found
+        return [values[key] for key in keys if values.get(key) is not None]
+    found = []
+    for dotted in keys:
+        node: Any = nested
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            found.append(node)
+    return found

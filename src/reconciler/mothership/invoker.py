@@ -51,7 +51,10 @@ class InProcessInvoker:
     async def invoke(self, op: Operation, state: ClusterState, progress: Progress) -> InvokeResult:
         try:
             task = self.planner.task(state, op, timeout=self.timeout)
-            cluster = await Cluster.connect(state.spec.kubeconfig, text=True)
+            # a stored kubeconfig passed the API's host-access policy when it was accepted
+            cluster = await Cluster.connect(
+                state.spec.kubeconfig, text=True, allow_host_access=True
+            )
         except ClusterUnreachable as exc:
             return InvokeResult(False, f"component {op.component}: {exc}", transient=True)
         except (KubeconfigError, ReconcilerError) as exc:

@@ -174,6 +174,7 @@ class Planner:
             type=task_type,
             profile=profile,
             configuration=layer([configured.values()]),
+            secret_keys=tuple(entry.key for entry in configured.configuration if entry.secret),
             include_crds=self.workspace(kyma.version) is None,
             correlation_id=op.correlation_id,
             timeout=timeout,

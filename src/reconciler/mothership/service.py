@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reconciler.errors import ConflictError, ForbiddenError, NotFoundError
+from reconciler.kube import kubeconfig
 from reconciler.model.cluster import ClusterSpec, ClusterState
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.remote import CallbackMessage
@@ -190,6 +191,8 @@ class MothershipService:
             )
         if op.state.final:
             raise ConflictError(f"operation {correlation_id} is already {op.state}")
+        if message.error:  # a reason is stored and shown: never with the cluster's secrets
+            message = message.model_copy(update={"error": await self._scrub(op, message.error)})
         state = message.status.operation_state
         live = (OperationState.IN_PROGRESS, OperationState.FAILED, OperationState.ORPHAN)
         if state is OperationState.FAILED:
@@ -213,6 +216,10 @@ class MothershipService:
         if state.final:
             await self.notifier.notify(Channel.FINISHED)
         return await self.repo.operation(scheduling_id, correlation_id)
+
+    async def _scrub(self, op: Operation, text: str) -> str:
+        config = await self.inventory.at_config(op.runtime_id, op.config_version)
+        return kubeconfig.scrubber(config.spec.kubeconfig, config.spec.secret_values())(text)
 
     async def stop_operation(self, scheduling_id: str, correlation_id: str, reason: str) -> None:
         await self.repo.stop(scheduling_id, correlation_id, reason)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import os
@@ -26,6 +27,7 @@ from typing import Any
 import structlog
 
 from reconciler.errors import ReconcilerError
+from reconciler.kube import kubeconfig
 from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
 from reconciler.model.status import OperationState
@@ -36,6 +38,7 @@ from reconciler.mothership.settings import Settings
 from reconciler.observability.metrics import Metrics
 from reconciler.store.inventory import InventoryRepository
 from reconciler.store.reconciliations import ReconciliationRepository
+from reconciler.util.secrecy import NOTHING, Scrubber, scrubbing
 
 log = structlog.get_logger()
 STATE_CACHE = 2048
@@ -63,7 +66,7 @@ class WorkerPool:
         self.notifier = notifier
         self.worker = worker or worker_identity()
         self.metrics = metrics
-        self._states: OrderedDict[tuple[str, int], ClusterState] = OrderedDict()
+        self._states: OrderedDict[tuple[str, int], tuple[ClusterState, Scrubber]] = OrderedDict()
         self.running: dict[tuple[str, str], asyncio.Task[None]] = {}
         self.started_at: dict[tuple[str, str], float] = {}
 
@@ -119,19 +122,21 @@ class WorkerPool:
             if not handed:
                 log.warning("operation was no longer ours to hand back", key=key)
 
-    async def _state(self, op: Operation) -> ClusterState:
-        """The configuration an operation works on; config versions never change, so they are
-        cached (the kubeconfig stays decrypted only in this process's memory)."""
+    async def _state(self, op: Operation) -> tuple[ClusterState, Scrubber]:
+        """The configuration an operation works on and the scrubber of its secrets; config
+        versions never change, so both are cached (the kubeconfig stays decrypted only in this
+        process's memory)."""
         key = (op.runtime_id, op.config_version)
-        state = self._states.get(key)
-        if state is None:
+        cached = self._states.get(key)
+        if cached is None:
             state = await self.inventory.at_config(*key)
-            self._states[key] = state
+            cached = state, kubeconfig.scrubber(state.spec.kubeconfig, state.spec.secret_values())
+            self._states[key] = cached
             if len(self._states) > STATE_CACHE:
                 self._states.popitem(last=False)
         else:
             self._states.move_to_end(key)
-        return state
+        return cached
 
     async def _heartbeat(
         self, key: tuple[str, str], bound: structlog.typing.FilteringBoundLogger
@@ -163,26 +168,31 @@ class WorkerPool:
             with contextlib.suppress(Exception):  # liveness is the heartbeat loop's job
                 await self.repo.heartbeat(op.key, self.worker)
 
+        scrub = NOTHING
         try:
-            state = await retry_transient(
+            state, scrub = await retry_transient(
                 "reading the configuration",
                 lambda: self._state(op),
                 give_up_at=time.monotonic() + self.settings.orphan_timeout,
             )
-            return await asyncio.wait_for(
-                self.invoker.invoke(op, state, progress), self.settings.operation_timeout
-            )
+            with scrubbing(scrub):  # log lines of the work: without the cluster's secrets
+                result = await asyncio.wait_for(
+                    self.invoker.invoke(op, state, progress), self.settings.operation_timeout
+                )
         except TimeoutError:
-            return InvokeResult(
+            result = InvokeResult(
                 False,
                 f"component {op.component}: no result within {self.settings.operation_timeout:g}s",
                 transient=True,
             )
         except ReconcilerError as exc:
-            return InvokeResult(False, f"component {op.component}: {exc}")
+            result = InvokeResult(False, f"component {op.component}: {exc}")
         except Exception as exc:  # a bug must fail the operation, not the pool
-            bound.exception("invoker crashed")
-            return InvokeResult(False, f"component {op.component}: internal error: {exc!r}")
+            with scrubbing(scrub):
+                bound.exception("invoker crashed")
+            result = InvokeResult(False, f"component {op.component}: internal error: {exc!r}")
+        # a reason is stored, shown and logged: never with the cluster's secrets in it
+        return dataclasses.replace(result, reason=scrub(result.reason))
 
     async def _process(self, op: Operation) -> None:
         bound = log.bind(

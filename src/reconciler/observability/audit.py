@@ -31,8 +31,9 @@ from typing import Any, TextIO
 
 import structlog
 
+from reconciler.util.secrecy import REDACTED
+
 STDOUT = "-"
-REDACTED = "<redacted>"
 DENIED = frozenset({401, 403})
 MAX_SOURCES = 10_000
 """Sources tracked at once; refusals from further ones share the source `*`."""

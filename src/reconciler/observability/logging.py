@@ -1,8 +1,10 @@
 """structlog set-up: JSON lines to stderr for services, readable lines for people at a terminal.
 
 Every line of work carries the context bound where the work starts (`runtime_id`,
-`scheduling_id`, `correlation_id`, `component`). Secret values never reach a log call: callers
-pass identifiers, never kubeconfigs or configuration values.
+`scheduling_id`, `correlation_id`, `component`). Callers pass identifiers, never kubeconfigs or
+configuration values; and because messages from elsewhere (an apiserver's rejection, an
+exception) may quote one, every line written inside `util.secrecy.scrubbing(...)` is scrubbed
+last, exception text included.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import logging
 import sys
 
 import structlog
+
+from reconciler.util import secrecy
 
 
 class _CurrentStderr:
@@ -21,6 +25,14 @@ class _CurrentStderr:
 
     def flush(self) -> None:
         sys.stderr.flush()
+
+
+def scrub_secrets(
+    _logger: object, _method: str, event: structlog.typing.EventDict
+) -> structlog.typing.EventDict:
+    """Remove the secrets of the work at hand (the active scrubber) from every value."""
+    scrub = secrecy.active()
+    return scrub.data(event) if scrub else event
 
 
 def configure_logging(*, json_lines: bool = True, level: str = "INFO") -> None:
@@ -39,7 +51,12 @@ def configure_logging(*, json_lines: bool = True, level: str = "INFO") -> None:
         )
     )
     structlog.configure(
-        processors=[*processors, structlog.processors.format_exc_info, renderer],
+        processors=[
+            *processors,
+            structlog.processors.format_exc_info,
+            scrub_secrets,
+            renderer,
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,

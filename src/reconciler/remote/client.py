@@ -18,6 +18,7 @@ import httpx
 
 from reconciler.charts.sources import redact
 from reconciler.model.remote import RemoteTask
+from reconciler.util.secrecy import excerpt
 
 
 class RunStatus(enum.Enum):
@@ -56,13 +57,15 @@ def _number(value: str | None) -> float | None:
 
 
 def _error_of(response: httpx.Response) -> str:
+    """The service's error message, capped (whatever answers at its URL is copied into a
+    failure reason)."""
     try:
         body = response.json()
         if isinstance(body, dict) and isinstance(body.get("error"), str):
-            return str(body["error"])
+            return excerpt(str(body["error"]))
     except ValueError:
         pass
-    return response.text[:500] or response.reason_phrase
+    return excerpt(response.text) or response.reason_phrase
 
 
 class ComponentReconcilerClient:

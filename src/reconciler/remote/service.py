@@ -23,6 +23,8 @@ from pydantic import ValidationError
 from reconciler.charts.sources import ChartCache
 from reconciler.core.actions import ActionRegistry
 from reconciler.core.charts import ChartProvider, HelmChartProvider
+from reconciler.errors import KubeconfigError
+from reconciler.kube import kubeconfig
 from reconciler.model.remote import RemoteTask
 from reconciler.observability.logging import get_logger
 from reconciler.remote.callbacks import CallbackSender
@@ -76,6 +78,10 @@ class ComponentService:
             )
         if not task.callback_url.startswith(("http://", "https://")):
             return "callbackURL: must be an http(s) URL"
+        try:  # a task's kubeconfig never runs a command or reads a file on this host
+            kubeconfig.check_text(task.kubeconfig)
+        except KubeconfigError as exc:
+            return f"kubeconfig: {exc}"
         return None
 
     def submit(self, task: RemoteTask) -> Admission:

@@ -6,7 +6,9 @@ acceptance); every attempt connects to the cluster afresh and runs the core. The
 retried, and exactly one final `success` or `error`, always as the last callback (callbacks of a
 task are serialised, so no heartbeat can overtake the result). A heartbeat answered 400/404 means
 the mothership has given the operation up: the work stops and nothing more is sent.
-Errors pass through `Scrubber` first: no part of the kubeconfig ever leaves in a callback.
+Everything the task does runs inside `scrubbing(...)` with the task's scrubber (its kubeconfig,
+the credentials in it, its secret configuration values), and every error passes through it before
+a callback: no secret of the task leaves in a callback or a log line.
 """
 
 from __future__ import annotations
@@ -14,17 +16,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
-
-import yaml
 
 from reconciler.core.actions import ActionRegistry
 from reconciler.core.charts import ChartProvider
 from reconciler.core.runner import ComponentReconciler
 from reconciler.errors import KubeconfigError, ReconcilerError
+from reconciler.kube import kubeconfig
 from reconciler.model.remote import CallbackMessage, CallbackStatus, RemoteTask
 from reconciler.model.task import ProgressEvent
 from reconciler.observability.logging import get_logger
@@ -32,43 +32,7 @@ from reconciler.remote.callbacks import CallbackSender, Delivery
 from reconciler.remote.clusters import ClientCache
 from reconciler.remote.metrics import ServiceMetrics
 from reconciler.remote.settings import ComponentSettings
-
-_SECRET_NAME = r"(?:[\w.-]*-data|token|id-token|refresh-token|password|client-key|secret)"
-_SECRET_VALUE = re.compile(
-    rf"(?<![\w-])[\"']?{_SECRET_NAME}[\"']?\s*:\s*[\"']?([^\"'\s,{{}}\[\]]+)", re.IGNORECASE
-)
-
-
-def _strings_under_secret_keys(node: object, inside: bool = False) -> list[str]:
-    if isinstance(node, dict):
-        found: list[str] = []
-        for key, value in node.items():
-            secret = inside or bool(re.fullmatch(_SECRET_NAME, str(key), re.IGNORECASE))
-            found += _strings_under_secret_keys(value, secret)
-        return found
-    if isinstance(node, list):
-        return [s for item in node for s in _strings_under_secret_keys(item, inside)]
-    return [str(node)] if inside and isinstance(node, str | int) else []
-
-
-class Scrubber:
-    """Replaces the kubeconfig and every credential value in it with `<redacted>`.
-
-    Values come from the parsed YAML (any string under a credential-like key) and, for text
-    that does not parse, from a pattern; values shorter than 8 characters are left alone.
-    """
-
-    def __init__(self, kubeconfig: str) -> None:
-        values = set(_SECRET_VALUE.findall(kubeconfig))
-        with contextlib.suppress(yaml.YAMLError):
-            values.update(_strings_under_secret_keys(yaml.safe_load(kubeconfig)))
-        candidates = {kubeconfig.strip(), *(v for v in values if len(v) >= 8)} - {""}
-        self.secrets = sorted(candidates, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "<redacted>")
-        return text
+from reconciler.util.secrecy import Scrubber, scrubbing
 
 
 @dataclass
@@ -125,7 +89,11 @@ class TaskRunner:
 
     async def run(self, job: Job) -> None:
         """Attempts with heartbeats, then the final callback; returns when that is settled."""
-        scrub = Scrubber(job.remote.kubeconfig)
+        scrub = kubeconfig.scrubber(job.remote.kubeconfig, job.remote.secret_values())
+        with scrubbing(scrub):
+            await self._run(job, scrub)
+
+    async def _run(self, job: Job, scrub: Scrubber) -> None:
         log = get_logger(component=job.component, correlation_id=job.remote.correlation_id)
         log.info("task accepted", type=job.remote.type, attempts=self._attempts(job))
         stop = asyncio.Event()

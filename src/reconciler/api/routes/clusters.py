@@ -1,10 +1,11 @@
 """`/v1/clusters...`: upsert, delete, state, status (read and set), configuration, history.
 
 An upsert is checked completely before anything is stored: body shape (FastAPI/pydantic), the
-kubeconfig (parsed, no host access, cluster answers) and the pluggable spec validator (unknown
-components). The store writes a new version in one transaction, so a rejected request leaves
-no trace. Both spellings clients use are served: `config`/`configs` in the status URL, the
-status-change offset as a query parameter or a path segment.
+kubeconfig (parsed, no host access), the pluggable spec validator (unknown components) and,
+last, whether the kubeconfig's cluster answers (the only network call). The store writes a new
+version in one transaction, so a rejected request leaves no trace. Both spellings clients use
+are served: `config`/`configs` in the status URL, the status-change offset as a query parameter
+or a path segment.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from reconciler.api.auth import Role, requires
 from reconciler.api.context import ApiContext, context
 from reconciler.api.durations import parse_go_duration
 from reconciler.api.errors import ApiError
-from reconciler.api.kubeconfig import credential_values, inspect_kubeconfig, scrub
 from reconciler.api.middleware import AUDIT_RUNTIME_ID
 from reconciler.api.routes import AUTHED, errors
 from reconciler.api.routing import scope_state
 from reconciler.errors import ConflictError, KubeconfigError, ReconcilerError
+from reconciler.kube import kubeconfig
 from reconciler.model.cluster import ClusterState
 from reconciler.model.status import ClusterStatus, StatusTransitionError
 
@@ -64,9 +65,10 @@ async def upsert_cluster(body: s.ClusterIn, request: Request, ctx: Ctx) -> s.Clu
     """Create or update a cluster (POST and PUT behave the same)."""
     scope_state(request.scope)[AUDIT_RUNTIME_ID] = body.runtimeID
     spec = convert.spec_from(body)
-    secrets = credential_values(spec.kubeconfig)
+    scrub = kubeconfig.scrubber(spec.kubeconfig, spec.secret_values())
+    # every local check first; contacting the kubeconfig's server comes last
     try:
-        inspect_kubeconfig(
+        kubeconfig.check_text(
             spec.kubeconfig, allow_host_access=ctx.settings.kubeconfig_allow_host_access
         )
     except KubeconfigError as exc:
@@ -74,11 +76,11 @@ async def upsert_cluster(body: s.ClusterIn, request: Request, ctx: Ctx) -> s.Clu
     try:
         await ctx.validate_spec(spec)
     except (ReconcilerError, ValueError) as exc:
-        raise ApiError(400, scrub(str(exc), secrets)) from None
+        raise ApiError(400, scrub(str(exc))) from None
     try:
         await ctx.check_kubeconfig(spec.kubeconfig)
     except (ReconcilerError, ValueError, OSError) as exc:
-        raise ApiError(400, f"kubeconfig not accepted: {scrub(str(exc), secrets)}") from None
+        raise ApiError(400, f"kubeconfig not accepted: {scrub(str(exc))}") from None
     state = await ctx.service.upsert_cluster(spec)
     return await _respond(ctx, request, state)
 

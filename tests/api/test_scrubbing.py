@@ -1,0 +1,118 @@
+"""A chart that puts a `secret: true` value where the apiserver echoes it (an invalid label):
+the rejection reaches no failure reason, reconciliation info, log line or stored callback error
+with the secret in it; the reason says `<redacted>` instead."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler.api import ApiSettings
+from reconciler.api.auth import Role
+from reconciler.charts.sources import ChartCache
+from reconciler.core.actions import ActionRegistry
+from reconciler.core.charts import HelmChartProvider
+from reconciler.core.runner import ComponentReconciler
+from reconciler.model.remote import CallbackMessage, CallbackStatus
+from reconciler.model.status import OperationState
+from reconciler.mothership.invoker import InProcessInvoker, Invoker
+from reconciler.mothership.planner import Planner
+from reconciler.observability.logging import configure_logging
+from reconciler.store.callback_secrets import CallbackSecrets
+from reconciler.util.polling import poll_until
+from reconciler.util.secrecy import REDACTED
+from tests.api.support import Gate, Tokens, cluster_body, running_api
+from tests.conftest import KubeTarget
+from tests.helpers.charts import make_chart
+from tests.helpers.clusters import cluster_spec
+
+SECRET = "hunter2-secret-value"  # the `password` entry of cluster_body, `secret: true`
+LEAKING = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: leaky
+  labels:
+    leak: {{ printf "%s!" .Values.password | quote }}
+data: {}
+"""
+
+
+def in_process(cache: Path) -> Any:
+    def factory(planner: Planner) -> Invoker:
+        core = ComponentReconciler(HelmChartProvider(ChartCache(cache)), ActionRegistry())
+        return InProcessInvoker(planner, core, timeout=30)
+
+    return factory
+
+
+async def test_a_secret_value_echoed_by_the_apiserver_is_redacted_in_reasons_info_and_logs(
+    tmp_path: Path,
+    tokens: Tokens,
+    kube_cluster: KubeTarget,
+    namespace: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging(json_lines=True, level="DEBUG")
+    chart = make_chart(tmp_path, "leaky", {"cm.yaml": LEAKING})
+    body = cluster_body("rt-leak", kubeconfig=kube_cluster.kubeconfig.read_text())
+    component = body["kymaConfig"]["components"][0]
+    component.update({"URL": str(chart), "namespace": namespace})
+    body["kymaConfig"]["components"] = [component]
+    settings = ApiSettings(tokens_file=tokens.path)
+    async with running_api(
+        tmp_path,
+        settings,
+        invoker=in_process(tmp_path / "cache"),
+        headers=tokens.header(Role.ADMIN),
+    ) as api:
+        assert (await api.client.post("/v1/clusters", json=body)).status_code == 200
+
+        async def failed() -> dict[str, Any] | None:
+            status = (await api.client.get("/v1/clusters/rt-leak/status")).json()
+            return status if status["status"] == "error" else None
+
+        status = await poll_until(failed, timeout=60, what="rt-leak to fail")
+        listed = (await api.client.get("/v1/reconciliations?runtimeID=rt-leak")).json()
+        infos = [
+            (await api.client.get(f"/v1/reconciliations/{item['schedulingID']}/info")).text
+            for item in listed
+        ]
+    (failure,) = status["failures"]
+    assert "Invalid value" in failure["reason"]
+    assert REDACTED in failure["reason"]
+    logs = capsys.readouterr()
+    everything = "\n".join([json.dumps(status), json.dumps(listed), *infos, logs.out, logs.err])
+    assert "operation failed" in everything  # the failure was logged at all
+    assert SECRET not in everything
+
+
+async def test_a_component_reconcilers_error_callback_is_stored_without_the_secrets(
+    tmp_path: Path,
+) -> None:
+    kubeconfig = "apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: kube-token-42}}]\n"
+    spec = cluster_spec(
+        "rt-cb",
+        kubeconfig=kubeconfig,
+        components=("istio",),
+        configuration={"istio": [{"key": "password", "value": SECRET, "secret": True}]},
+    )
+    gate = Gate("istio")
+    async with running_api(tmp_path, ApiSettings(auth="none"), invoker=gate.factory) as api:
+        await api.engine.service.upsert_cluster(spec)
+        await gate.entered.wait()
+        (rec,) = await api.engine.service.reconciliations(runtime_ids=["rt-cb"])
+        _, (istio,) = await api.engine.service.reconciliation(rec.scheduling_id)
+        secret = await CallbackSecrets(api.engine.db).issue(istio.key)
+        error = f'label "{SECRET}!" invalid; token kube-token-42 refused'
+        message = CallbackMessage(status=CallbackStatus.ERROR, error=error)
+        await api.engine.service.callback(
+            rec.scheduling_id, istio.correlation_id, message, secret=secret, orphan_timeout=30
+        )
+        stored = await api.engine.service.operation(rec.scheduling_id, istio.correlation_id)
+        gate.release.set()
+    assert stored.state is OperationState.ERROR
+    assert stored.reason == f'label "{REDACTED}!" invalid; token {REDACTED} refused'
