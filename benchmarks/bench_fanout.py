@@ -28,8 +28,9 @@ from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.results import Outcome
 from reconciler.core.runner import ComponentReconciler
-from reconciler.kube.client import KubeClient, load_kubeconfig
+from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
+from reconciler.kube.kubeconfig import load_kubeconfig
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
 
