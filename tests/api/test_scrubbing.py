@@ -26,19 +26,10 @@ from reconciler.util.polling import poll_until
 from reconciler.util.secrecy import REDACTED
 from tests.api.support import Gate, Tokens, cluster_body, running_api
 from tests.conftest import KubeTarget
-from tests.helpers.charts import make_chart
+from tests.helpers.charts import make_chart, secret_label
 from tests.helpers.clusters import cluster_spec
 
 SECRET = "hunter2-secret-value"  # the `password` entry of cluster_body, `secret: true`
-LEAKING = """\
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: leaky
-  labels:
-    leak: {{ printf "%s!" .Values.password | quote }}
-data: {}
-"""
 
 
 def in_process(cache: Path) -> Any:
@@ -57,7 +48,7 @@ async def test_a_secret_value_echoed_by_the_apiserver_is_redacted_in_reasons_inf
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     configure_logging(json_lines=True, level="DEBUG")
-    chart = make_chart(tmp_path, "leaky", {"cm.yaml": LEAKING})
+    chart = make_chart(tmp_path, "leaky", {"cm.yaml": secret_label("password")})
     body = cluster_body("rt-leak", kubeconfig=kube_cluster.kubeconfig.read_text())
     component = body["kymaConfig"]["components"][0]
     component.update({"URL": str(chart), "namespace": namespace})

@@ -60,3 +60,17 @@ data:
   greeting: {{ $.Values.greeting | default "hello" | quote }}
 {{- end }}
 """
+
+
+def secret_label(value_path: str) -> str:
+    """A ConfigMap whose label is the value at `value_path` plus `!`: an invalid label value,
+    so the apiserver's rejection quotes it (how a secret configuration value leaks)."""
+    return f"""\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: leaky
+  labels:
+    leak: {{{{ printf "%s!" .Values.{value_path} | quote }}}}
+data: {{}}
+"""

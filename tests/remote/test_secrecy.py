@@ -13,7 +13,7 @@ from reconciler.model.remote import CallbackStatus, RemoteTask
 from reconciler.model.task import Task
 from reconciler.observability.logging import configure_logging
 from reconciler.util.secrecy import REDACTED
-from tests.helpers.charts import make_chart
+from tests.helpers.charts import make_chart, secret_label
 from tests.remote.support import CallbackReceiver, running_service, settings, task_body
 
 TOKEN_VALUE = "kubeconfig-token-Zm9vYmFyYmF6cXV4"
@@ -55,7 +55,8 @@ async def test_kubeconfig_appears_in_no_response_log_line_or_callback(
     }
     responses: list[str] = []
     async with running_service(settings(tmp_path)) as (_, client):
-        for correlation_id, kubeconfig in cases.items():
+
+        async def run(kubeconfig: str, correlation_id: str, **extra: object) -> int:
             response = await client.post(
                 "/v1/run",
                 json=task_body(
@@ -64,35 +65,17 @@ async def test_kubeconfig_appears_in_no_response_log_line_or_callback(
                     kubeconfig=kubeconfig,
                     callback_url=receiver.callback_url(correlation_id),
                     correlation_id=correlation_id,
+                    **extra,
                 ),
             )
-            assert response.status_code == 200
             responses.append(response.text)
-        broken = await client.post(
-            "/v1/run",
-            json=task_body(
-                chart=configmaps_chart,
-                namespace=namespace,
-                kubeconfig=BROKEN_YAML,
-                callback_url=receiver.callback_url("c-yaml"),
-                correlation_id="c-yaml",
-            ),
-        )
-        assert broken.status_code == 400
-        assert "kubeconfig" in broken.json()["error"]
-        responses.append(broken.text)
-        invalid = await client.post(
-            "/v1/run",
-            json=task_body(
-                chart=configmaps_chart,
-                namespace=namespace,
-                kubeconfig=kubeconfig_text,
-                callback_url=receiver.callback_url("c-invalid"),
-                type="upgrade",
-            ),
-        )
-        assert invalid.status_code == 400
-        responses.append(invalid.text)
+            return response.status_code
+
+        for correlation_id, kubeconfig in cases.items():
+            assert await run(kubeconfig, correlation_id) == 200
+        assert await run(BROKEN_YAML, "c-yaml") == 400  # refused before it is taken
+        assert "kubeconfig" in responses[-1]
+        assert await run(kubeconfig_text, "c-invalid", type="upgrade") == 400
         finals = {cid: await receiver.wait_final(cid) for cid in cases}
     assert finals["c-real"].status is CallbackStatus.SUCCESS
     assert finals["c-unreachable"].status is CallbackStatus.ERROR
@@ -116,15 +99,6 @@ def test_scrubber_redacts_the_kubeconfig_and_each_credential_in_it() -> None:
 
 
 SECRET_VALUE = "hunter2-secret-value"
-LEAKING = """\
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: leaky
-  labels:
-    leak: {{ printf "%s!" .Values.db.password | quote }}
-data: {}
-"""
 
 
 async def test_a_secret_value_echoed_by_the_apiserver_leaves_in_no_callback_or_log_line(
@@ -135,7 +109,7 @@ async def test_a_secret_value_echoed_by_the_apiserver_leaves_in_no_callback_or_l
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     configure_logging(json_lines=True, level="DEBUG")
-    chart = make_chart(tmp_path, "leaky", {"cm.yaml": LEAKING})
+    chart = make_chart(tmp_path, "leaky", {"cm.yaml": secret_label("db.password")})
     async with running_service(settings(tmp_path)) as (_, client):
         response = await client.post(
             "/v1/run",
