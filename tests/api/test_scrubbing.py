@@ -5,6 +5,7 @@ with the secret in it; the reason says `<redacted>` instead."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,9 @@ async def test_a_component_reconcilers_error_callback_is_stored_without_the_secr
         _, (istio,) = await api.engine.service.reconciliation(rec.scheduling_id)
         secret = await CallbackSecrets(api.engine.db).issue(istio.key)
         error = f'label "{SECRET}!" invalid; token kube-token-42 refused'
-        message = CallbackMessage(status=CallbackStatus.ERROR, error=error)
+        message = CallbackMessage(
+            status=CallbackStatus.ERROR, error=error, retryID=str(uuid.uuid4())
+        )
         await api.engine.service.callback(
             rec.scheduling_id, istio.correlation_id, message, secret=secret, orphan_timeout=30
         )
