@@ -32,7 +32,7 @@ from fastapi.responses import JSONResponse
 from reconciler.cli import main
 from reconciler.devcluster.ports import free_ports
 from reconciler.model.remote import CallbackMessage, CallbackStatus
-from reconciler.remote.service import create_app
+from reconciler.remote.app import create_app
 from reconciler.remote.settings import ComponentSettings
 from reconciler.util.polling import poll_until
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from reconciler.remote.service import create_app
+from reconciler.remote.app import create_app
 from reconciler.remote.settings import ComponentSettings
 from tests.remote.support import running_service, settings, task_body
 
@@ -59,7 +59,7 @@ async def test_missing_field_and_broken_json_are_400(tmp_path: Path) -> None:
             "/v1/run", content=b"{not json", headers={"Content-Type": "application/json"}
         )
         assert broken.status_code == 400
-        assert broken.json()["error"].startswith("body: invalid JSON")
+        assert broken.json()["error"].startswith("body: malformed JSON")
 
 
 async def test_task_for_a_component_not_served_here_is_400_naming_it(tmp_path: Path) -> None:

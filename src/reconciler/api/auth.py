@@ -29,9 +29,9 @@ from reconciler.api.errors import error_response
 from reconciler.api.routing import match_route, routes_with_paths, scope_state
 from reconciler.api.settings import ApiConfigError, ApiSettings
 from reconciler.errors import ReconcilerError
+from reconciler.web.bearer import CHALLENGE, bearer_token
 
 PRINCIPAL = "principal"
-CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
 class Role(enum.IntEnum):
@@ -140,16 +140,6 @@ def build_authenticator(settings: ApiSettings) -> Authenticator:
     from reconciler.api.oidc import OidcAuthenticator
 
     return OidcAuthenticator.from_settings(settings)
-
-
-def bearer_token(scope: Scope) -> str | None:
-    """The token of an `Authorization: Bearer <token>` header (None when absent/other)."""
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            token = token.strip()
-            return token if scheme.lower() == "bearer" and token else None
-    return None
 
 
 _bearer_scheme = HTTPBearer(auto_error=False, description="A static token or an OIDC JWT.")

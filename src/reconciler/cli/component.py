@@ -78,7 +78,7 @@ def serve(
     )
     import uvicorn  # the service stack loads only for this command (fast CLI start-up)
 
-    from reconciler.remote.service import create_app
+    from reconciler.remote.app import create_app
 
     try:
         application = create_app(settings)

@@ -12,12 +12,11 @@ audited: one per running operation every few seconds would drown the trail.
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Request, Response
 
-from reconciler.api.auth import CHALLENGE, Role, bearer_token, requires
+from reconciler.api.auth import Role, requires
 from reconciler.api.context import ApiContext, context
 from reconciler.api.errors import ApiError
 from reconciler.api.middleware import AUDIT_SKIP
@@ -27,6 +26,7 @@ from reconciler.api.settings import ApiSettings
 from reconciler.errors import ConflictError
 from reconciler.model.remote import CALLBACK_SECRET_HEADER, CallbackMessage
 from reconciler.model.status import OperationState
+from reconciler.web.bearer import BearerRefused, SharedToken
 
 Ctx = Annotated[ApiContext, Depends(context)]
 SchedulingID = Annotated[str, Path(alias="schedulingID", min_length=1)]
@@ -41,12 +41,13 @@ CallbackSecret = Annotated[
 
 
 def _token_check(expected: str) -> Any:
+    token = SharedToken(expected, refused="not a component reconciler token")
+
     async def check(request: Request) -> None:
-        given = bearer_token(request.scope) or ""
-        if not given:
-            raise HTTPException(401, "missing bearer token", headers=CHALLENGE)
-        if not hmac.compare_digest(given.encode(), expected.encode()):
-            raise HTTPException(403, "not a component reconciler token")
+        try:
+            token.check(request.scope)
+        except BearerRefused as exc:
+            raise HTTPException(exc.status, str(exc), headers=exc.headers) from None
 
     return Depends(check)
 
