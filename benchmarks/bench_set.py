@@ -54,6 +54,7 @@ class Pass:
 
     seconds: float
     peak_rss_mib: float
+    cpu_seconds: float
     changed: int = 0
     failures: dict[str, str] = field(default_factory=dict)
 
@@ -113,11 +114,11 @@ class Runner:
             if c["state"] != "done"
         }
         changed = sum(len(c["changed"]) for c in report["components"])
-        return Pass(run.seconds, run.peak_rss_mib, changed, failures)
+        return Pass(run.seconds, run.peak_rss_mib, run.cpu_seconds, changed, failures)
 
     async def helm(self, names: Sequence[str], *, uninstall: bool = False) -> Pass:
         """`helm upgrade --install` (or `helm uninstall`) of each chart, one after another."""
-        total, peak, failures = 0.0, 0.0, {}
+        total, peak, cpu, failures = 0.0, 0.0, 0.0, {}
         for name in names:
             namespace = self.components.namespace_of(self.components.get(name))
             if uninstall:
@@ -135,10 +136,11 @@ class Runner:
             cmd += ["--namespace", namespace, "--kubeconfig", str(self.kubeconfig)]
             run = await benchlib.run_measured(cmd, env=self.helm_env)
             total += run.seconds
+            cpu += run.cpu_seconds
             peak = max(peak, run.peak_rss_mib)
             if run.returncode != 0:
                 failures[name] = first_line(run.stderr.removeprefix("Error: "))
-        return Pass(total, peak, 0, failures)
+        return Pass(total, peak, cpu, 0, failures)
 
 
 def component_set(workspace: Path) -> ComponentSet:
@@ -255,18 +257,23 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "contender": name,
                 "scenario": scenario,
                 "seconds": round(seconds, 3),
+                "cpu_seconds": round(
+                    benchlib.median([r.get("cpu_seconds", float("nan")) for r in runs]), 3
+                ),
                 "ratio": round(seconds / helm_s, 3) if helm_s and name != "helm" else None,
                 "changed": max(r["changed"] for r in runs),
                 "failures": runs[-1]["failures"],
                 "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs), 1),
                 "samples": [r["seconds"] for r in runs],
             }
+            # a time only counts when the reconciler finished every chart that Helm finished
+            complete = not helm_runs or len(row["failures"]) <= len(helm_runs[-1]["failures"])
             if name == "reconciler-no-wait" and scenario == "first deploy" and row["ratio"]:
                 row["target"] = f"<= {FIRST_DEPLOY_TARGET}x helm"
-                row["verdict"] = benchlib.verdict(row["ratio"] <= FIRST_DEPLOY_TARGET)
+                row["verdict"] = benchlib.verdict(complete and row["ratio"] <= FIRST_DEPLOY_TARGET)
             if name.startswith("reconciler") and scenario == "no-op":
                 row["target"] = f"<= {NOOP_TARGET_S} s"
-                row["verdict"] = benchlib.verdict(seconds <= NOOP_TARGET_S)
+                row["verdict"] = benchlib.verdict(complete and seconds <= NOOP_TARGET_S)
             rows.append(row)
     return rows
 
@@ -279,6 +286,7 @@ def report(results: dict[str, Any], previous: dict[str, Any] | None) -> str:
             row["contender"],
             row["scenario"],
             f"{row['seconds']:.2f}",
+            f"{row['cpu_seconds']:.2f}",
             f"{row['ratio']:.2f}" if row["ratio"] is not None else "-",
             f"{row['verdict']} ({row['target']})" if "verdict" in row else "-",
             row["changed"] if row["contender"] != "helm" else "-",
@@ -292,6 +300,7 @@ def report(results: dict[str, Any], previous: dict[str, Any] | None) -> str:
         "contender",
         "scenario",
         "seconds",
+        "CPU s",
         "vs helm",
         "target",
         "changed",
@@ -304,8 +313,10 @@ def report(results: dict[str, Any], previous: dict[str, Any] | None) -> str:
         f"set: {len(objects)} charts, {sum(objects.values())} objects "
         f"({', '.join(f'{k} {v}' for k, v in objects.items())})",
         benchlib.format_table(headers, table),
-        "seconds: median; helm: the sum over its charts; changed: objects the reconciler "
-        "reported changed; failed: charts that did not finish; peak RSS: largest CLI process",
+        "seconds: median wall time; CPU s: user + system CPU of the CLI process (helm: of all its "
+        "processes), which other load on the machine barely moves; helm: the sum over its charts; "
+        "changed: objects the reconciler reported changed; failed: charts that did not finish "
+        "(a target is MISSed when more failed than with Helm); peak RSS: largest CLI process",
     ]
     for row in rows:
         where = f"  {row['contender']} {row['scenario']}:"

@@ -127,6 +127,8 @@ class ProcessRun:
     returncode: int
     stdout: str
     stderr: str
+    cpu_seconds: float = float("nan")
+    """User + system CPU of the command: unlike wall time, barely moved by other load."""
 
 
 # Runs one measured command and reports its wall time and peak RSS. A child's `ru_maxrss` includes
@@ -145,7 +147,7 @@ if pid == 0:
 _, status, usage = os.wait4(pid, 0)
 seconds = time.perf_counter() - begin
 with open(sys.argv[1], "w") as report:
-    report.write(f"{seconds!r} {usage.ru_maxrss}")
+    report.write(f"{seconds!r} {usage.ru_maxrss} {usage.ru_utime + usage.ru_stime!r}")
 code = os.waitstatus_to_exitcode(status)
 sys.exit(code if code >= 0 else 128 - code)
 """
@@ -173,13 +175,15 @@ def _launch_and_wait(
         returncode = process.wait()
         out.seek(0)
         err.seek(0)
-        seconds, maxrss_kib = report.read_text().split() if report.exists() else ("nan", "0")
+        measured = report.read_text().split() if report.exists() else ["nan", "0", "nan"]
+        seconds, maxrss_kib, cpu = measured
         return ProcessRun(
             seconds=float(seconds),
             peak_rss_mib=int(maxrss_kib) / 1024,
             returncode=returncode,
             stdout=out.read().decode(errors="replace"),
             stderr=err.read().decode(errors="replace"),
+            cpu_seconds=float(cpu),
         )
 
 
