@@ -112,3 +112,13 @@ def test_crd_and_apiservice_conditions() -> None:
         {"conditions": [{"type": "Available", "status": "False", "message": "endpoints missing"}]},
     )
     assert readiness(api).reason.endswith("not available endpoints missing")
+
+
+def test_waited_for_kinds_are_exactly_the_kinds_with_a_rule() -> None:
+    from reconciler.kube import wait
+    from reconciler.kube.readiness import RULES, WATCHED_KINDS
+
+    assert wait.WATCHED_KINDS is WATCHED_KINDS == set(RULES)
+    assert readiness(obj("ConfigMap", {}, {})).ready  # no rule: ready once applied
+    stale = obj("StatefulSet", {"replicas": 1}, {"readyReplicas": 1}, generation=2)
+    assert "not observed the latest generation" in readiness(stale).reason

@@ -1,12 +1,14 @@
 """Is a live object ready, and if not, why not, in words an operator understands.
 
-Pure functions over the status the controllers (or the kubelet) write: Deployment, StatefulSet,
-DaemonSet, Job, Pod, CustomResourceDefinition and APIService. Every other kind is ready once
+Pure functions over the status the controllers (or the kubelet) write, one rule per kind in
+`RULES` (Deployment, StatefulSet, DaemonSet, Job, Pod, CustomResourceDefinition, APIService);
+`WATCHED_KINDS`, the kinds `wait.py` polls, is that table's keys. Every other kind is ready once
 applied. `reconciler.kyma-project.io/ignore-readiness: "true"` opts an object out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,64 +44,108 @@ def _generation_observed(obj: KubeObject, status: dict[str, Any]) -> bool:
     return generation is None or status.get("observedGeneration", 0) >= generation
 
 
+@dataclass(frozen=True)
+class _View:
+    """What a rule reads: the object's spec and status, and its name for the reason."""
+
+    spec: dict[str, Any]
+    status: dict[str, Any]
+    where: str
+
+    def waiting(self, why: str, *, failed: bool = False) -> Readiness:
+        return Readiness(False, f"{self.where}: {why}", failed=failed)
+
+
+def _deployment(v: _View) -> Readiness:
+    want = int(v.spec.get("replicas", 1))
+    updated = int(v.status.get("updatedReplicas", 0))
+    available = int(v.status.get("availableReplicas", 0))
+    if updated < want:
+        return v.waiting(f"{updated}/{want} replicas updated")
+    if available < want:
+        return v.waiting(f"{available}/{want} replicas available")
+    return READY
+
+
+def _statefulset(v: _View) -> Readiness:
+    want = int(v.spec.get("replicas", 1))
+    ready_count = int(v.status.get("readyReplicas", 0))
+    if ready_count < want:
+        return v.waiting(f"{ready_count}/{want} replicas ready")
+    rolling = (v.spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
+    if rolling and v.status.get("updateRevision") != v.status.get("currentRevision"):
+        return v.waiting("rolling update to a new revision in progress")
+    return READY
+
+
+def _daemonset(v: _View) -> Readiness:
+    want = int(v.status.get("desiredNumberScheduled", 0))
+    available = int(v.status.get("numberAvailable", 0))
+    updated = int(v.status.get("updatedNumberScheduled", 0))
+    if updated < want or available < want:
+        return v.waiting(f"{available}/{want} pods available")
+    return READY
+
+
+def _job(v: _View) -> Readiness:
+    if _is_true(v.status, "Complete"):
+        return READY
+    failed = _condition(v.status, "Failed")
+    if failed and failed.get("status") == "True":
+        return v.waiting(f"failed: {failed.get('message', '')}", failed=True)
+    return v.waiting(f"not complete ({v.status.get('succeeded', 0)} succeeded)")
+
+
+def _pod(v: _View) -> Readiness:
+    phase = v.status.get("phase", "Pending")
+    if phase == "Succeeded" or _is_true(v.status, "Ready"):
+        return READY
+    if phase == "Failed":
+        return v.waiting("failed", failed=True)
+    return v.waiting(f"{phase}, not ready")
+
+
+def _crd(v: _View) -> Readiness:
+    return READY if _is_true(v.status, "Established") else v.waiting("not established")
+
+
+def _apiservice(v: _View) -> Readiness:
+    if _is_true(v.status, "Available"):
+        return READY
+    condition = _condition(v.status, "Available") or {}
+    return v.waiting(f"not available {condition.get('message', '')}".strip())
+
+
+@dataclass(frozen=True)
+class Rule:
+    check: Callable[[_View], Readiness]
+    generation: bool = False
+    """The controller must have observed the latest generation first (workload controllers)."""
+
+
+RULES: dict[str, Rule] = {
+    "Deployment": Rule(_deployment, generation=True),
+    "StatefulSet": Rule(_statefulset, generation=True),
+    "DaemonSet": Rule(_daemonset, generation=True),
+    "Job": Rule(_job),
+    "Pod": Rule(_pod),
+    "CustomResourceDefinition": Rule(_crd),
+    "APIService": Rule(_apiservice),
+}
+"""Kind -> how to tell it is ready. Kinds without a rule are ready once applied."""
+
+WATCHED_KINDS = frozenset(RULES)
+"""The kinds worth waiting for (and reading again): exactly those with a rule."""
+
+
 def readiness(obj: KubeObject) -> Readiness:
     """Readiness of one live object."""
-    if obj.annotations.get(IGNORE_READINESS) == "true":
+    rule = RULES.get(obj.kind)
+    if rule is None or obj.annotations.get(IGNORE_READINESS) == "true":
         return READY
     status: dict[str, Any] = obj.raw.get("status") or {}
-    spec: dict[str, Any] = obj.raw.get("spec") or {}
-    kind = obj.kind.lower()
-    where = f"{kind} {obj.namespace + '/' if obj.namespace else ''}{obj.name}"
-    if obj.kind in ("Deployment", "StatefulSet", "DaemonSet") and not _generation_observed(
-        obj, status
-    ):
-        return Readiness(False, f"{where}: controller has not observed the latest generation")
-    if obj.kind == "Deployment":
-        want = int(spec.get("replicas", 1))
-        updated = int(status.get("updatedReplicas", 0))
-        available = int(status.get("availableReplicas", 0))
-        if updated < want:
-            return Readiness(False, f"{where}: {updated}/{want} replicas updated")
-        if available < want:
-            return Readiness(False, f"{where}: {available}/{want} replicas available")
-        return READY
-    if obj.kind == "StatefulSet":
-        want = int(spec.get("replicas", 1))
-        ready_count = int(status.get("readyReplicas", 0))
-        if ready_count < want:
-            return Readiness(False, f"{where}: {ready_count}/{want} replicas ready")
-        rolling = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
-        if rolling and status.get("updateRevision") != status.get("currentRevision"):
-            return Readiness(False, f"{where}: rolling update to a new revision in progress")
-        return READY
-    if obj.kind == "DaemonSet":
-        want = int(status.get("desiredNumberScheduled", 0))
-        available = int(status.get("numberAvailable", 0))
-        updated = int(status.get("updatedNumberScheduled", 0))
-        if updated < want or available < want:
-            return Readiness(False, f"{where}: {available}/{want} pods available")
-        return READY
-    if obj.kind == "Job":
-        if _is_true(status, "Complete"):
-            return READY
-        failed = _condition(status, "Failed")
-        if failed and failed.get("status") == "True":
-            return Readiness(False, f"{where}: failed: {failed.get('message', '')}", failed=True)
-        return Readiness(False, f"{where}: not complete ({status.get('succeeded', 0)} succeeded)")
-    if obj.kind == "Pod":
-        phase = status.get("phase", "Pending")
-        if phase == "Succeeded" or _is_true(status, "Ready"):
-            return READY
-        if phase == "Failed":
-            return Readiness(False, f"{where}: failed", failed=True)
-        return Readiness(False, f"{where}: {phase}, not ready")
-    if obj.kind == "CustomResourceDefinition":
-        if _is_true(status, "Established"):
-            return READY
-        return Readiness(False, f"{where}: not established")
-    if obj.kind == "APIService":
-        if _is_true(status, "Available"):
-            return READY
-        condition = _condition(status, "Available") or {}
-        return Readiness(False, f"{where}: not available {condition.get('message', '')}".strip())
-    return READY
+    where = f"{obj.kind.lower()} {obj.namespace + '/' if obj.namespace else ''}{obj.name}"
+    view = _View(obj.raw.get("spec") or {}, status, where)
+    if rule.generation and not _generation_observed(obj, status):
+        return view.waiting("controller has not observed the latest generation")
+    return rule.check(view)

@@ -7,19 +7,11 @@ from collections.abc import Callable
 
 from reconciler.errors import ReadinessTimeout, ReconcilerError, WaitTimeout
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.readiness import READY, Readiness, readiness
+from reconciler.kube.readiness import READY, WATCHED_KINDS, Readiness, readiness
 from reconciler.model.kube_object import KubeObject, ObjectKey
 from reconciler.util.polling import poll_until
 
-WATCHED_KINDS = {
-    "Deployment",
-    "StatefulSet",
-    "DaemonSet",
-    "Job",
-    "Pod",
-    "CustomResourceDefinition",
-    "APIService",
-}
+__all__ = ["WATCHED_KINDS", "WorkloadFailed", "all_ready", "wait_ready"]
 
 
 def all_ready(objects: list[KubeObject]) -> bool:
