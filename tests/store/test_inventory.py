@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
+import os
 
 import pytest
 import sqlalchemy as sa
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from reconciler.errors import NotFoundError
 from reconciler.model.status import ClusterStatus, StatusTransitionError
+from reconciler.store.crypto import CryptoError
 from reconciler.store.inventory import InventoryRepository
 from reconciler.store.tables import cluster_configs, clusters
 from tests.helpers.clusters import cluster_spec
 
 S = ClusterStatus
+KEY = b"k" * 32  # the key of the `cipher` fixture
 
 
 async def test_new_cluster_is_pending_and_readable(inventory: InventoryRepository) -> None:
@@ -161,3 +166,80 @@ async def test_concurrent_first_upserts_of_one_cluster_store_one_version(
     assert [changed for _, changed in outcomes].count(True) == 1
     assert {(state.cluster_version, state.config_version) for state, _ in outcomes} == {(1, 1)}
     assert await inventory.history("rt-race") == {"clusters": 1, "configs": 1, "statuses": 1}
+
+
+SECRET_CONFIG = {"istio": [{"key": "password", "value": "TOPSECRET-VALUE", "secret": True}]}
+
+
+def legacy_blob(plaintext: bytes) -> bytes:
+    """A ciphertext as stored before binding existed: nonce || AES-GCM without associated data."""
+    nonce = os.urandom(12)
+    return nonce + AESGCM(KEY).encrypt(nonce, plaintext, None)
+
+
+async def sealed_value(db: AsyncEngine, runtime_id: str) -> dict[str, str]:
+    async with db.connect() as conn:
+        query = sa.select(cluster_configs.c.components).where(
+            cluster_configs.c.runtime_id == runtime_id
+        )
+        components = (await conn.execute(query)).scalar_one()
+    return next(c for c in components if c["component"] == "istio")["configuration"][0]["value"]
+
+
+async def replace_secrets(
+    db: AsyncEngine, runtime_id: str, kubeconfig: bytes, value: dict[str, str]
+) -> None:
+    async with db.begin() as conn:
+        query = sa.select(cluster_configs.c.components).where(
+            cluster_configs.c.runtime_id == runtime_id
+        )
+        components = (await conn.execute(query)).scalar_one()
+        for component in components:
+            if component["component"] == "istio":
+                component["configuration"][0]["value"] = value
+        await conn.execute(
+            cluster_configs.update()
+            .where(cluster_configs.c.runtime_id == runtime_id)
+            .values(components=components)
+        )
+        await conn.execute(
+            clusters.update()
+            .where(clusters.c.runtime_id == runtime_id)
+            .values(kubeconfig=kubeconfig)
+        )
+
+
+async def test_secrets_copied_into_another_clusters_row_do_not_decrypt(
+    inventory: InventoryRepository, db: AsyncEngine
+) -> None:
+    for runtime_id in ("rt-victim", "rt-copy"):
+        spec = cluster_spec(
+            runtime_id, kubeconfig=f"token: {runtime_id}\n", configuration=SECRET_CONFIG
+        )
+        await inventory.upsert(spec)
+    async with db.connect() as conn:
+        query = sa.select(clusters.c.runtime_id, clusters.c.kubeconfig)
+        kubeconfigs = dict((await conn.execute(query)).all())
+    victim_value = await sealed_value(db, "rt-victim")
+    own_value = await sealed_value(db, "rt-copy")
+
+    await replace_secrets(db, "rt-copy", kubeconfigs["rt-victim"], own_value)
+    with pytest.raises(CryptoError, match=r"clusters\.kubeconfig.*another row"):
+        await inventory.latest("rt-copy")
+    await replace_secrets(db, "rt-copy", kubeconfigs["rt-copy"], victim_value)
+    with pytest.raises(CryptoError, match=r"cluster_configs\.components.*another row"):
+        await inventory.latest("rt-copy")
+    await replace_secrets(db, "rt-copy", kubeconfigs["rt-copy"], own_value)
+    assert (await inventory.latest("rt-copy")).spec.kubeconfig == "token: rt-copy\n"
+
+
+async def test_secrets_stored_before_row_binding_are_still_read(
+    inventory: InventoryRepository, db: AsyncEngine
+) -> None:
+    await inventory.upsert(cluster_spec("rt-old", configuration=SECRET_CONFIG))
+    legacy_value = {"$encrypted": base64.b64encode(legacy_blob(b'"OLD-VALUE"')).decode()}
+    await replace_secrets(db, "rt-old", legacy_blob(b"token: OLD\n"), legacy_value)
+    restored = (await inventory.latest("rt-old")).spec
+    assert restored.kubeconfig == "token: OLD\n"
+    istio = next(c for c in restored.kyma_config.components if c.component == "istio")
+    assert istio.values()["password"] == "OLD-VALUE"

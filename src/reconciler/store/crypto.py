@@ -1,7 +1,10 @@
 """Encryption at rest for kubeconfigs and secret configuration values (AES-256-GCM).
 
 The key is 32 random bytes in a file (created with mode 0600 on first start for the embedded
-default). Every value gets a fresh 96-bit nonce; the stored blob is `nonce || ciphertext+tag`.
+default). Every value gets a fresh 96-bit nonce and is bound to where it is stored (associated
+data naming the column and the runtime ID), so a ciphertext copied into another cluster's row or
+column no longer decrypts. The stored blob is `RCv1 || nonce || ciphertext+tag`; blobs written
+before binding existed (`nonce || ciphertext+tag`, no associated data) are still read.
 `fingerprint` gives a keyed digest (HMAC-SHA256) so the store can tell whether a secret changed
 without keeping anything that could be checked against a guessed plaintext.
 """
@@ -21,6 +24,8 @@ from reconciler.errors import ReconcilerError
 
 KEY_BYTES = 32
 NONCE_BYTES = 12
+BOUND = b"RCv1"
+"""Prefix of blobs encrypted with associated data."""
 
 
 class CryptoError(ReconcilerError):
@@ -51,23 +56,34 @@ class Cipher:
             key = raw
         return cls(key)
 
-    def encrypt(self, plaintext: bytes) -> bytes:
+    def encrypt(self, plaintext: bytes, context: str) -> bytes:
+        """Encrypt `plaintext` for the place `context` names (`clusters.kubeconfig:rt-1`)."""
         nonce = os.urandom(NONCE_BYTES)
-        return nonce + self._aead.encrypt(nonce, plaintext, None)
+        return BOUND + nonce + self._aead.encrypt(nonce, plaintext, context.encode())
 
-    def decrypt(self, blob: bytes) -> bytes:
+    def decrypt(self, blob: bytes, context: str) -> bytes:
+        """Decrypt a blob written for `context`; a blob of another place fails like tampering."""
         try:
+            if blob.startswith(BOUND):
+                body = blob[len(BOUND) :]
+                try:
+                    return self._aead.decrypt(
+                        body[:NONCE_BYTES], body[NONCE_BYTES:], context.encode()
+                    )
+                except InvalidTag:
+                    pass  # a legacy blob whose random nonce happens to start with the prefix
             return self._aead.decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], None)
         except InvalidTag:
             raise CryptoError(
-                "stored secret cannot be decrypted: wrong key or tampered data"
+                f"stored secret ({context.partition(':')[0]}) cannot be decrypted: wrong key,"
+                " tampered data, or data of another row"
             ) from None
 
-    def encrypt_text(self, text: str) -> str:
-        return base64.b64encode(self.encrypt(text.encode())).decode()
+    def encrypt_text(self, text: str, context: str) -> str:
+        return base64.b64encode(self.encrypt(text.encode(), context)).decode()
 
-    def decrypt_text(self, token: str) -> str:
-        return self.decrypt(base64.b64decode(token)).decode()
+    def decrypt_text(self, token: str, context: str) -> str:
+        return self.decrypt(base64.b64decode(token), context).decode()
 
     def fingerprint(self, text: str) -> str:
         return hmac.new(self._mac_key, text.encode(), hashlib.sha256).hexdigest()

@@ -7,6 +7,8 @@ migrations serve both; `migrate` runs them programmatically on an existing engin
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +52,24 @@ def is_postgres(engine: AsyncEngine) -> bool:
     return engine.dialect.name == "postgresql"
 
 
+def _create_private(database: str | None) -> None:
+    """Create the SQLite file readable by its owner only, like the key file: it holds the
+    inventory and the encrypted secrets. SQLite gives its WAL and shared-memory files the
+    same mode."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     """An async engine for `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...`."""
     if url.startswith("sqlite"):
+        _create_private(sa.engine.make_url(url).database)
         engine = create_async_engine(url, connect_args={"timeout": 30}, hide_parameters=True)
 
         @sa.event.listens_for(engine.sync_engine, "connect")

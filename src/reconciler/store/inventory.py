@@ -57,6 +57,16 @@ class Head:
     status_changed: dt.datetime
 
 
+def _kubeconfig_context(runtime_id: str) -> str:
+    """Associated data binding a kubeconfig ciphertext to its cluster (see store/crypto.py)."""
+    return f"clusters.kubeconfig:{runtime_id}"
+
+
+def _value_context(runtime_id: str, component: dict[str, Any], entry: dict[str, Any]) -> str:
+    """Associated data binding a secret value to its cluster, component and key."""
+    return f"cluster_configs.components:{runtime_id}/{component['component']}/{entry['key']}"
+
+
 def _aware(value: dt.datetime) -> dt.datetime:
     return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
@@ -217,7 +227,9 @@ class InventoryRepository:
                 runtime_name=spec.runtime_input.name,
                 runtime_description=spec.runtime_input.description,
                 metadata=spec.metadata.model_dump(mode="json", by_alias=True),
-                kubeconfig=self.cipher.encrypt(spec.kubeconfig.encode()),
+                kubeconfig=self.cipher.encrypt(
+                    spec.kubeconfig.encode(), _kubeconfig_context(spec.runtime_id)
+                ),
                 fingerprint=fingerprint,
                 deleted=False,
                 created=now,
@@ -241,7 +253,7 @@ class InventoryRepository:
                 kyma_version=kyma.version,
                 kyma_profile=kyma.profile,
                 administrators=list(kyma.administrators),
-                components=self._seal_components(kyma),
+                components=self._seal_components(spec.runtime_id, kyma),
                 fingerprint=fingerprint,
                 deleted=False,
                 created=now,
@@ -249,24 +261,30 @@ class InventoryRepository:
         )
         return int(result.inserted_primary_key[0])  # type: ignore[index]
 
-    def _seal_components(self, kyma: KymaConfig) -> list[dict[str, Any]]:
+    def _seal_components(self, runtime_id: str, kyma: KymaConfig) -> list[dict[str, Any]]:
         sealed = []
         for component in kyma.model_dump(mode="json", by_alias=True)["components"]:
             for entry in component.get("configuration", []):
                 if entry.get("secret"):
+                    context = _value_context(runtime_id, component, entry)
                     entry["value"] = {
-                        _ENCRYPTED: self.cipher.encrypt_text(json.dumps(entry["value"]))
+                        _ENCRYPTED: self.cipher.encrypt_text(json.dumps(entry["value"]), context)
                     }
             sealed.append(component)
         return sealed
 
-    def _open_components(self, sealed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _open_components(
+        self, runtime_id: str, sealed: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         opened = json.loads(json.dumps(sealed))
         for component in opened:
             for entry in component.get("configuration", []):
                 value = entry.get("value")
                 if entry.get("secret") and isinstance(value, dict) and _ENCRYPTED in value:
-                    entry["value"] = json.loads(self.cipher.decrypt_text(value[_ENCRYPTED]))
+                    context = _value_context(runtime_id, component, entry)
+                    entry["value"] = json.loads(
+                        self.cipher.decrypt_text(value[_ENCRYPTED], context)
+                    )
         return list(opened)
 
     # ---------------------------------------------------------------- reading
@@ -333,13 +351,15 @@ class InventoryRepository:
                 name=cluster_row["runtime_name"], description=cluster_row["runtime_description"]
             ),
             metadata=Metadata.model_validate(cluster_row["metadata"]),
-            kubeconfig=self.cipher.decrypt(cluster_row["kubeconfig"]).decode(),
+            kubeconfig=self.cipher.decrypt(
+                cluster_row["kubeconfig"], _kubeconfig_context(head.runtime_id)
+            ).decode(),
             kyma_config=KymaConfig.model_validate(
                 {
                     "version": config_row["kyma_version"],
                     "profile": config_row["kyma_profile"],
                     "administrators": config_row["administrators"],
-                    "components": self._open_components(config_row["components"]),
+                    "components": self._open_components(head.runtime_id, config_row["components"]),
                 }
             ),
         )
