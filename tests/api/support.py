@@ -111,6 +111,7 @@ def engine_settings(directory: Path, **overrides: Any) -> Settings:
         "retry_backoff": 0.05,
         "max_retries": 1,
         "reconcile_interval": 3600,
+        "metrics_interval": 0.2,
     }
     return Settings(**{**base, **overrides})
 
@@ -261,6 +262,7 @@ async def running_api(
             check_kubeconfig=check_kubeconfig,
             validate_spec=spec_validator(engine) if spec_validator else validate_spec,
             audit=audit,
+            metrics=engine.metrics.registry,
         )
         transport = httpx.ASGITransport(app)
         async with httpx.AsyncClient(

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from prometheus_client import make_asgi_app
 
 from reconciler.api import ApiConfigError, ApiSettings, create_app
 from reconciler.api.auth import Role, route_roles
@@ -152,11 +151,21 @@ async def test_open_routes_need_no_token(tmp_path: Path, tokens: Tokens) -> None
             assert response.status_code == 200, (path, response.text)
 
 
-async def test_metrics_mounted_after_creation_stay_open(tmp_path: Path, tokens: Tokens) -> None:
+async def test_metrics_need_the_viewer_role_by_default(tmp_path: Path, tokens: Tokens) -> None:
     async with running_api(tmp_path, ApiSettings(tokens_file=tokens.path)) as api:
-        api.app.mount("/metrics", make_asgi_app())
-        response = await api.client.get("/metrics", follow_redirects=True)
-        assert response.status_code == 200
+        refused = await api.client.get("/metrics")
+        assert refused.status_code == 401
+        assert "reconciler_" not in refused.text
+        allowed = await api.client.get("/metrics", headers=tokens.header(Role.VIEWER))
+        assert allowed.status_code == 200
+        assert "reconciler_cluster_status" in allowed.text
+
+
+async def test_metrics_on_a_separate_listener_leave_the_api(tmp_path: Path, tokens: Tokens) -> None:
+    settings = ApiSettings(tokens_file=tokens.path, metrics_port=9999)
+    async with running_api(tmp_path, settings) as api:
+        response = await api.client.get("/metrics", headers=tokens.header(Role.VIEWER))
+        assert response.status_code == 404
 
 
 async def test_audit_names_the_subject_or_none_for_refused_callers(

@@ -157,3 +157,13 @@ async def test_heartbeats_write_no_audit_line_results_and_refusals_do(tmp_path: 
         (200, None),
     ]
     assert {line["correlation_id"] for line in lines} == {h.op.correlation_id}
+
+
+async def test_callback_token_is_checked_before_the_body_is_parsed(tmp_path: Path) -> None:
+    settings = ApiSettings(auth="none", callback_token=TOKEN)
+    async with running_api(tmp_path, settings) as api:
+        url = "/v1/operations/s/callback/c"
+        for headers, status in (({}, 401), ({"Authorization": "Bearer nope"}, 403)):
+            response = await api.client.post(url, content=b"{not json", headers=headers)
+            assert response.status_code == status, response.text
+            assert "JSON" not in response.json()["error"]

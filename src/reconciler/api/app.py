@@ -3,7 +3,9 @@
 The app owns no engine and no database: the caller passes the service, the settings and the
 pluggable checks (spec validator, kubeconfig check, readiness probe), so `mothership serve`
 and tests wire real parts the same way. Requests pass, outermost first: audit -> error guard ->
-authentication/authorization -> body size limit -> FastAPI routing and validation.
+authentication/authorization -> body size limit -> FastAPI routing and validation. Given a
+metrics registry, the app serves `/metrics` to the viewer role (the series name every runtime
+ID) unless `metrics_port` moves it to a listener of its own (`api/server.py`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,17 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Response
 from fastapi.openapi.utils import get_openapi
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from reconciler.api.auth import Authenticator, AuthMiddleware, NoAuth, build_authenticator
+from reconciler.api.auth import (
+    Authenticator,
+    AuthMiddleware,
+    Role,
+    build_authenticator,
+    requires,
+)
 from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
 from reconciler.api.errors import ErrorMiddleware, install_error_handlers
 from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware
@@ -71,11 +80,13 @@ def create_app(
     ready: ReadinessProbe | None = None,
     authenticator: Authenticator | None = None,
     audit: AuditLog | None = None,
+    metrics: CollectorRegistry | None = None,
 ) -> FastAPI:
     """The API app. Refuses (ApiConfigError) when no authentication is configured and `auth` is
-    not explicitly `none`. `audit`/`authenticator` default to what the settings describe."""
-    authenticator = authenticator or build_authenticator(settings)
-    if isinstance(authenticator, NoAuth):
+    not explicitly `none`. `audit` defaults to what the settings describe; `authenticator`
+    replaces the bearer-token authenticators they describe (client identities stay)."""
+    auth = build_authenticator(settings, authenticator)
+    if auth.open:
         log.warning("API authentication is off (auth=none): every caller is an admin")
     own_audit = audit is None
     audit_log = audit or AuditLog.open(
@@ -122,14 +133,31 @@ def create_app(
     v1.include_router(callbacks.router(settings, orphan_timeout=settings.callback_orphan_timeout))
     app.include_router(v1)
     app.include_router(health.router)
+    if metrics is not None and settings.metrics_port is None:
+        app.add_api_route(
+            "/metrics",
+            metrics_endpoint(metrics),
+            methods=["GET"],
+            include_in_schema=False,
+            dependencies=[requires(Role.VIEWER)],
+        )
 
     routes = app.router.routes  # the live list: routes mounted later (e.g. /metrics) are seen
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(AuthMiddleware, routes=routes, auth=authenticator)
+    app.add_middleware(AuthMiddleware, routes=routes, auth=auth)
     app.add_middleware(ErrorMiddleware)
     app.add_middleware(AuditMiddleware, routes=routes, audit=audit_log)
     _document_without_422(app)
     return app
+
+
+def metrics_endpoint(registry: CollectorRegistry) -> Any:
+    """A route handler serving the registry in the Prometheus text format."""
+
+    async def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return metrics
 
 
 def _document_without_422(app: FastAPI) -> None:

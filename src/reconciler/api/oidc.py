@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import jwt
 
-from reconciler.api.auth import AuthError, AuthUnavailable, Principal, Role
+from reconciler.api.principal import AuthError, AuthUnavailable, Principal, Role
 from reconciler.api.settings import ApiConfigError, ApiSettings
 
 ASYMMETRIC = {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"}

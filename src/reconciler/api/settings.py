@@ -1,8 +1,9 @@
 """Settings of the external REST API (env prefix `RECONCILER_API_`, or passed in by the caller).
 
-Authentication is never off by accident: `auth` must name a mode, or one of the token file and
-the OIDC issuer must be given (which picks the mode); otherwise the app refuses to start.
-`auth="none"` is the only way to run without tokens, and it says so in the docs and logs.
+Authentication is never off by accident: at least one authenticator must be configured (a token
+file, an OIDC issuer, client identities with a client CA or a trusted proxy), and all configured
+ones work together; otherwise the app refuses to start. `auth="none"` is the only way to run
+without authentication, and it says so in the docs and logs.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ class ApiSettings(BaseSettings):
 
     # authentication / authorization
     auth: AuthMode | None = None
-    """`static` (token file), `oidc` (JWTs), `none` (no checks: everyone is admin). Unset: the
-    mode follows from `tokens_file` / `oidc_issuer`; with neither the app refuses to start."""
+    """`none`: no checks, everyone is admin. Unset: every authenticator that is configured
+    (token file, OIDC issuer, client identities) is used; `static`/`oidc` additionally insist
+    that the token file / the OIDC issuer is given."""
     tokens_file: Path | None = None
     """YAML/JSON mapping token (or `sha256:<hex>` of it) -> {subject, role}."""
     oidc_issuer: str = ""
@@ -50,6 +52,22 @@ class ApiSettings(BaseSettings):
     every `oidc_jwks_min_refresh` seconds)."""
     oidc_jwks_min_refresh: float = 30.0
     oidc_http_timeout: float = 10.0
+
+    # client identities: mutual TLS, or an identity header from a trusted fronting proxy
+    client_identities: dict[str, str] = Field(default_factory=dict)
+    """Name -> role. A name is a client certificate's subject CN or subject alternative name
+    (DNS, URI such as a SPIFFE ID, e-mail), or a name a trusted proxy asserts."""
+    client_ca_file: Path | None = None
+    """CA bundle (PEM) that signs client certificates: `mothership serve` with a TLS
+    certificate then asks clients for one (mutual TLS) and verifies it."""
+    client_cert_required: bool = False
+    """Refuse the TLS handshake without a client certificate (default: optional, so callers
+    with bearer tokens need none)."""
+    trusted_proxies: list[str] = Field(default_factory=list)
+    """Addresses/CIDRs of fronting proxies (e.g. `127.0.0.1/32` for a mesh sidecar) whose
+    `proxy_identity_header` is believed. Empty: the header is ignored."""
+    proxy_identity_header: str = "x-forwarded-client-cert"
+    """Envoy's XFCC (its URI/DNS/subject CN are the names) or a plain header holding one name."""
 
     # component reconciler callbacks
     callback_token: str = Field(default="", repr=False)
@@ -79,21 +97,19 @@ class ApiSettings(BaseSettings):
     audit_denied_window: float = Field(default=60.0, gt=0)
     """Refused requests (401/403) are written once per source and window, then counted."""
 
+    # metrics
+    metrics_port: int | None = None
+    """Serve `/metrics` on this port of its own, without authentication (for a scraper that
+    cannot send tokens; keep the port private). Unset: `/metrics` on the API, viewer role."""
+
     # responses
     public_url: str = ""
     """Base URL clients reach this API at (for `statusURL`); default: the request's own."""
     ready_timeout: float = 5.0
 
-    def auth_mode(self) -> AuthMode:
-        if self.auth is not None:
-            return self.auth
-        if self.tokens_file is not None and self.oidc_issuer:
-            raise ApiConfigError("both tokens_file and oidc_issuer are set: choose `auth`")
-        if self.tokens_file is not None:
-            return "static"
-        if self.oidc_issuer:
-            return "oidc"
-        raise ApiConfigError(
-            "no API authentication configured: set tokens_file (static tokens), oidc_issuer"
-            " (OIDC/JWT) or, to run without authentication, auth=none"
-        )
+    def check_auth_mode(self) -> None:
+        """`auth=static`/`oidc` insist on their source (ApiConfigError when it is missing)."""
+        if self.auth == "static" and self.tokens_file is None:
+            raise ApiConfigError("auth=static needs tokens_file")
+        if self.auth == "oidc" and not self.oidc_issuer:
+            raise ApiConfigError("auth=oidc needs oidc_issuer and oidc_audience")

@@ -116,7 +116,7 @@ def serve(
     switched off only explicitly (RECONCILER_API_AUTH=none). SIGTERM stops gracefully: running
     operations are handed back and resumed by the next start (or another instance).
     """
-    from reconciler.mothership.server import run_server
+    from reconciler.api.server import run_server
 
     configure_logging(json_lines=True)
     settings = load(

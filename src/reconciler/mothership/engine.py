@@ -113,7 +113,12 @@ class Engine:
             self.metrics,
         )
         self.telemetry = MetricsRefresher(
-            self.metrics, self.inventory, self.repo, self.workers, self.db
+            self.metrics,
+            self.inventory,
+            self.repo,
+            self.workers,
+            self.db,
+            interval=settings.metrics_interval,
         )
         self.bookkeeper = Bookkeeper(settings, self.repo, self.notifier)
         self.cleaner = Cleaner(settings, self.repo, self.inventory)
@@ -123,6 +128,7 @@ class Engine:
                 self.workers.run,
                 self.bookkeeper.run,
                 self.cleaner.run,
+                self.telemetry.run,  # the state gauges: refreshed at once, then every interval
             ]
             self._tasks = [asyncio.create_task(loop(self._stop)) for loop in loops]
         log.info(

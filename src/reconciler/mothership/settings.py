@@ -77,6 +77,8 @@ class Settings(BaseSettings):
     full_reconcile_every: int = Field(default=0, ge=0)
     """On average every Nth reconciliation of a cluster applies every object (chosen by the
     reconciliation's id, so all instances and retries agree); 0: never by count."""
+    metrics_interval: float = 5.0
+    """How often the state metrics (cluster statuses, operations, pool) are refreshed."""
 
     # retention
     keep_reconciliations: int = 10

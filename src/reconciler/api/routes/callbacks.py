@@ -2,21 +2,22 @@
 progress (`running`, `failed`) and results (`success`, `error`) of the operations they run.
 
 Only component reconcilers may call it: with a `callback_token` configured, exactly that bearer
-token (compared in constant time) and nothing else; without one, the caller needs the operator
-role. On top of that, every callback must carry the operation's own callback secret (header
-`X-Callback-Secret`, issued with the task): without it 403, whatever the bearer token. A callback
-for an unknown operation is 404, for a final one 400 (the component reconciler then stops
-working on it); `retryID` must be a UUID (400). Heartbeats (`running`, `notstarted`) are not
-audited: one per running operation every few seconds would drown the trail.
+token (compared in constant time, by the auth middleware before the body is read) and nothing
+else; without one, the caller needs the operator role. On top of that, every callback must carry
+the operation's own callback secret (header `X-Callback-Secret`, issued with the task): without it
+403, whatever the bearer token. A callback for an unknown operation is 404, for a final one 400
+(the component reconciler then stops working on it); `retryID` must be a UUID (400). Heartbeats
+(`running`, `notstarted`) are not audited: one per running operation every few seconds would
+drown the trail.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Path, Request, Response
+from fastapi import APIRouter, Depends, Header, Path, Request, Response
 
-from reconciler.api.auth import Role, requires
+from reconciler.api.auth import Role, requires, requires_token
 from reconciler.api.context import ApiContext, context
 from reconciler.api.errors import ApiError
 from reconciler.api.middleware import AUDIT_SKIP
@@ -26,7 +27,6 @@ from reconciler.api.settings import ApiSettings
 from reconciler.errors import ConflictError
 from reconciler.model.remote import CALLBACK_SECRET_HEADER, CallbackMessage
 from reconciler.model.status import OperationState
-from reconciler.web.bearer import BearerRefused, SharedToken
 
 Ctx = Annotated[ApiContext, Depends(context)]
 SchedulingID = Annotated[str, Path(alias="schedulingID", min_length=1)]
@@ -40,22 +40,10 @@ CallbackSecret = Annotated[
 ]
 
 
-def _token_check(expected: str) -> Any:
-    token = SharedToken(expected, refused="not a component reconciler token")
-
-    async def check(request: Request) -> None:
-        try:
-            token.check(request.scope)
-        except BearerRefused as exc:
-            raise HTTPException(exc.status, str(exc), headers=exc.headers) from None
-
-    return Depends(check)
-
-
 def router(settings: ApiSettings, *, orphan_timeout: float) -> APIRouter:
     """The callback route, guarded by the callback token when one is configured."""
     guard = (
-        _token_check(settings.callback_token)
+        requires_token(settings.callback_token)
         if settings.callback_token
         else requires(Role.OPERATOR)
     )
