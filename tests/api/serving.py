@@ -5,7 +5,6 @@ certificate. For tests of what only a real TLS connection shows (client certific
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,6 +18,7 @@ import uvicorn
 from reconciler.api import ApiSettings, create_app
 from reconciler.api.app import planner_validator
 from reconciler.api.server import server_config
+from reconciler.devcluster.ports import free_ports
 from reconciler.mothership.engine import Engine
 from reconciler.mothership.invoker import Invoker
 from reconciler.mothership.planner import Planner
@@ -39,13 +39,6 @@ class Served:
         if pair is not None:
             context.load_cert_chain(str(pair.cert), str(pair.key))
         return httpx.AsyncClient(base_url=self.url, verify=context, **kwargs)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @asynccontextmanager
@@ -70,7 +63,7 @@ async def served_api(
             audit=quiet_audit(),
             metrics=engine.metrics.registry,
         )
-        port = free_port()
+        (port,) = free_ports(1)
         config = server_config(
             app,
             settings,

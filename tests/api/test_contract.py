@@ -4,8 +4,10 @@ codes and bodies that validate against the reference's schemas (read from ../sha
 One scenario walks a cluster through its life (upsert both ways, a running reconciliation with an
 operation held back, stopping a `new` operation, failures, status changes, purge, delete) and
 records every exchange; each is then validated against the schema the reference documents for
-that path, method and status. Formats checked: date-time and uri; `uuid` is not (the original's
-IDs are `<runtimeID>--<uuid>` too).
+that path, method and status, and every reference operation must have answered at least once
+with success (not only with errors). Formats checked: date-time and uri; `uuid` is not (the
+original's IDs are `<runtimeID>--<uuid>` too). CI sets RECONCILER_REQUIRE_REFERENCE, so there
+this test fails instead of skipping when the reference is missing.
 """
 
 from __future__ import annotations
@@ -257,6 +259,9 @@ async def test_every_endpoint_answers_as_the_reference_documents(
     exercised = {(e.method, _shape(e.template)) for e in r.exchanges}
     missing = set(reference_operations(reference)) - exercised
     assert not missing, f"reference operations not exercised: {sorted(missing)}"
+    succeeded = {(e.method, _shape(e.template)) for e in r.exchanges if 200 <= e.status < 300}
+    unsucceeded = set(reference_operations(reference)) - succeeded
+    assert not unsucceeded, f"reference operations without a success answer: {sorted(unsucceeded)}"
 
 
 async def _entered(gate: Gate) -> bool:
