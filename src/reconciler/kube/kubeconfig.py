@@ -99,11 +99,12 @@ def load_kubeconfig(
 ) -> SingleConfig:
     """Read a kubeconfig from a file path, from YAML text, or (None) from the environment.
 
-    None means: `$KUBECONFIG` / `~/.kube/config`, else the in-cluster service account. A `str`
-    is a path unless it spans lines; with `text=True` it is always content (kubeconfigs that
-    come from API clients must never be taken for a path on this host). Content is inspected
-    for host access unless `allow_host_access`; files and the environment are the operator's
-    own and are not.
+    None means lightkube's `KubeConfig.from_env`: the in-cluster service account when the
+    process runs in a Pod, else `$KUBECONFIG`, else `~/.kube/config` (a driver running in the
+    cluster, such as an operator, needs nothing else). A `str` is a path unless it spans
+    lines; with `text=True` it is always content (kubeconfigs that come from API clients must
+    never be taken for a path on this host). Content is inspected for host access unless
+    `allow_host_access`; files and the environment are the operator's own and are not.
     """
     try:
         if source is None:
