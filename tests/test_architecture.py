@@ -6,9 +6,10 @@ interpreter, not from the design) and `if TYPE_CHECKING:` ones (a type from a hi
 dependency on that layer just the same, and a cycle of types is still a cycle). The layer table
 is read from the document itself, so the page and this test cannot drift apart.
 
-Three rules: only the CLI's `dev-cluster` command imports the test bed (`reconciler.devcluster`);
-no module imports from a layer above its own; no two modules import each other, directly or
-through others. Every failure names the importing file, its line and the import statement.
+The rules: only the CLI's `dev-cluster` command imports the test bed (`reconciler.devcluster`);
+no module imports from a layer above its own; no two modules, and no two packages, import each
+other, directly or through others; the API's authenticators never import `api/auth.py`, which
+combines them. Every failure names the importing file, its line and the import statement.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
@@ -262,6 +265,17 @@ def test_no_import_cycles_between_packages() -> None:
     """Packages of one layer may use each other, but only one way round."""
     cycles = find_cycles(import_graph(), package_of)
     assert not cycles, "import cycles between packages:\n" + _describe(cycles, package_of)
+
+
+@pytest.mark.parametrize("module", ["oidc", "identity", "principal", "settings", "routing"])
+def test_authenticators_do_not_import_the_module_that_combines_them(module: str) -> None:
+    """`api/auth.py` combines the authenticators; they depend on `api/principal.py` only."""
+    offenders = [
+        str(found)
+        for found in import_graph()
+        if found.importer == f"reconciler.api.{module}" and found.target == "reconciler.api.auth"
+    ]
+    assert not offenders, "\n".join(offenders)
 
 
 def test_the_graph_sees_local_and_type_checking_imports() -> None:
