@@ -4,7 +4,8 @@ A source is a local chart directory (used in place), a local `.tgz`, an `http(s)
 `.tgz` or an `oci://registry/repo/chart:version` reference. Archives land in a content-addressed
 cache (`root/<sha256>/`); a small index remembers which digest a URL (or versioned OCI
 reference) resolved to, so it is downloaded once per cache, and concurrent fetches of one source
-share a single download. Credentials in URLs never reach error messages.
+share a single download. The cache is bounded (`max_bytes`, least recently used entries go
+first; see `cache_quota.py`). Credentials in URLs never reach error messages.
 """
 
 from __future__ import annotations
@@ -24,10 +25,19 @@ from urllib.request import url2pathname
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from reconciler.charts.archive import extract_chart, find_chart_dir, sha256_file
+from reconciler.charts import cache_quota
+from reconciler.charts.archive import (
+    MAX_UNPACKED_BYTES,
+    extract_chart,
+    find_chart_dir,
+    sha256_file,
+)
 from reconciler.errors import ChartError
 
 MAX_DOWNLOAD_BYTES = 256 * 1024 * 1024
+DEFAULT_MAX_CACHE_BYTES = 2 * 1024 * 1024 * 1024
+EVICTION_GRACE = 60.0
+"""Seconds an entry is safe from eviction after its last use (it may be rendered right now)."""
 INDEX_FILE = "sources.json"
 
 
@@ -77,8 +87,13 @@ class ChartCache:
         http: httpx.AsyncClient | None = None,
         timeout: float = 60.0,
         oci_plain_http: bool = False,
+        max_bytes: int = DEFAULT_MAX_CACHE_BYTES,
+        eviction_grace: float = EVICTION_GRACE,
     ) -> None:
         self.root = root
+        self.max_bytes = max_bytes
+        self.eviction_grace = eviction_grace
+        self._sizes: dict[str, int] = {}
         self._http = http
         self._timeout = timeout
         self._oci_plain_http = oci_plain_http
@@ -122,13 +137,30 @@ class ChartCache:
         destination = self.root / digest
         return await self._once(
             f"sha256:{digest}",
-            lambda: asyncio.to_thread(extract_chart, archive, destination, source=source),
+            lambda: asyncio.to_thread(self._extract_bounded, archive, destination, source),
         )
+
+    def _extract_bounded(self, archive: Path, destination: Path, source: str) -> Path:
+        """Extract (or reuse) an entry, mark it used, and make room for it when it is new."""
+        new = not destination.is_dir()
+        limit = min(MAX_UNPACKED_BYTES, self.max_bytes)  # one chart never outgrows the cache
+        chart = extract_chart(archive, destination, source=source, max_bytes=limit)
+        cache_quota.touch(destination)
+        if new:
+            cache_quota.evict(
+                self.root,
+                self.max_bytes,
+                keep=destination.name,
+                grace=self.eviction_grace,
+                sizes=self._sizes,
+            )
+        return chart
 
     async def _cached(self, source: str) -> Path | None:
         digest = (await asyncio.to_thread(self._read_index)).sources.get(source)
         if digest is None or not (self.root / digest).is_dir():
             return None
+        await asyncio.to_thread(cache_quota.touch, self.root / digest)
         return await asyncio.to_thread(find_chart_dir, self.root / digest, source=redact(source))
 
     async def _fetch_http(self, url: str) -> Path:

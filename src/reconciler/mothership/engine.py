@@ -95,7 +95,9 @@ class Engine:
             self.invoker = InProcessInvoker(
                 self.planner,
                 ComponentReconciler(
-                    HelmChartProvider(ChartCache(settings.charts_cache)),
+                    HelmChartProvider(
+                        ChartCache(settings.charts_cache, max_bytes=settings.charts_cache_max_bytes)
+                    ),
                     ActionRegistry.from_entry_points(),
                     full_after=settings.full_reconcile_after,
                 ),

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field
+from pydantic import ByteSize, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from reconciler.charts.sources import DEFAULT_MAX_CACHE_BYTES
 from reconciler.errors import ReconcilerError
 from reconciler.paths import cache_dir
 
@@ -94,6 +95,8 @@ class Settings(BaseSettings):
         default_factory=lambda: ["cluster-essentials", "istio", "certificates"]
     )
     charts_cache: Path = Field(default_factory=lambda: cache_dir() / "charts")
+    charts_cache_max_bytes: ByteSize = Field(default=ByteSize(DEFAULT_MAX_CACHE_BYTES), gt=0)
+    """Size limit of the chart cache (e.g. `2GiB`); least recently used charts are removed."""
 
     def sqlalchemy_url(self) -> str:
         if self.database_url:

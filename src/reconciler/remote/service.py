@@ -52,7 +52,10 @@ class ComponentService:
         )
         self.runner = TaskRunner(
             settings,
-            charts or HelmChartProvider(ChartCache(settings.charts_cache)),
+            charts
+            or HelmChartProvider(
+                ChartCache(settings.charts_cache, max_bytes=settings.charts_cache_max_bytes)
+            ),
             actions if actions is not None else ActionRegistry.from_entry_points(),
             self.callbacks,
             self.metrics,

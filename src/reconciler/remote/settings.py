@@ -12,9 +12,10 @@ import ssl
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ByteSize, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from reconciler.charts.sources import DEFAULT_MAX_CACHE_BYTES
 from reconciler.paths import cache_dir
 
 
@@ -52,6 +53,8 @@ class ComponentSettings(BaseSettings):
     """An idle cluster client is closed after this long."""
 
     charts_cache: Path = Field(default_factory=lambda: cache_dir() / "component-charts")
+    charts_cache_max_bytes: ByteSize = Field(default=ByteSize(DEFAULT_MAX_CACHE_BYTES), gt=0)
+    """Size limit of the chart cache (e.g. `2GiB`); least recently used charts are removed."""
     full_reconcile_after: float = Field(default=3600.0, gt=0)
     """Seconds after which a component whose inputs did not change is applied in full again."""
 
