@@ -131,3 +131,9 @@ def test_loader_refuses_what_kubectl_refuses(name: str, kube_cluster: KubeTarget
     with pytest.raises(yaml.YAMLError) as caught:
         yamlio.load(document)
     assert "line 6" in yamlio.where(caught.value)
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_dumped_yaml_reads_back_as_the_same_data(name: str) -> None:
+    data = yamlio.load(_document(name, CORPUS[name]))
+    assert _canonical(yamlio.load(yamlio.dump(data))) == _canonical(data)

@@ -14,7 +14,7 @@ async def test_unchanged_deploy_applies_nothing_and_force_applies_everything(
 ) -> None:
     ws = workspace(
         tmp_path / "ws",
-        {"forced": {"templates": {"cms.yaml": CONFIGMAPS}, "values": {"configmaps": ["x", "y"]}}},
+        {"forced": {"templates": {"cms.yaml": CONFIGMAPS}, "values": {"configmaps": ["x", "z"]}}},
     )
     args = ("--kubeconfig", str(kube_cluster.kubeconfig), "-w", str(ws), "-o", "json")
     try:

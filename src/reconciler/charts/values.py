@@ -41,18 +41,20 @@ def profile_path(chart_dir: Path, profile: str) -> Path | None:
     return None
 
 
-def read_values_file(path: Path) -> dict[str, Any]:
-    """A values file as a dict; a missing or empty file is `{}`."""
+def read_values_file(path: Path, *, missing_ok: bool = True) -> dict[str, Any]:
+    """A values file as a dict; an empty file (or, with `missing_ok`, a missing one) is `{}`."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if not missing_ok:
+            raise ChartError(f"values file {path} does not exist") from None
         return {}
     except OSError as exc:
         raise ChartError(f"cannot read values file {path}: {exc.strerror or exc}") from exc
     try:
         data = yamlio.load(text)
     except yaml.YAMLError as exc:
-        raise ChartError(f"invalid YAML in values file {path}{yamlio.where(exc)}") from exc
+        raise ChartError(f"values file {path} is not valid YAML{yamlio.where(exc)}") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -8,7 +8,8 @@ unquoted `=` (PyYAML: a constructor error), dates (PyYAML: `datetime`; Go: the s
 "1"), and what JSON cannot hold (`.inf`, `.nan`) is an error, as it is for kubectl. So every
 plain scalar goes through `_resolve`, a transcription of go-yaml v2's `resolve`, and numbers
 come out as the JSON Helm sends (integral floats are integers). Used for templates' output,
-CRD files, values files and component sets alike.
+CRD files, values files and component sets alike; `dump` writes YAML that reads back the same
+(PyYAML leaves `y` or `1e3` unquoted, which kubectl would read as a boolean or a number).
 """
 
 from __future__ import annotations
@@ -195,6 +196,24 @@ def load(text: str) -> Any:
 def load_all(text: str) -> list[Any]:
     """Every document of a YAML stream."""
     return list(yaml.load_all(text, Loader=Loader))
+
+
+class Dumper(yaml.SafeDumper):
+    """Safe dumping whose output `load` (and so kubectl and Helm) reads back unchanged."""
+
+    def represent_str(self, data: str) -> yaml.ScalarNode:
+        node = super().represent_str(data)
+        if node.style is None and _resolve(data) != data:  # `y`, `1e3`, `0o7`: quote them
+            node.style = '"'
+        return node
+
+
+Dumper.add_representer(str, Dumper.represent_str)
+
+
+def dump(data: Any, *, sort_keys: bool = False) -> str:
+    """YAML text of `data` that reads back (here, in kubectl, in Helm) as the same data."""
+    return yaml.dump(data, Dumper=Dumper, sort_keys=sort_keys, allow_unicode=True)
 
 
 def where(exc: yaml.YAMLError) -> str:

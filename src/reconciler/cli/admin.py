@@ -13,10 +13,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from reconciler.cli.errors import BAD_INPUT, fail
 from reconciler.errors import ReconcilerError
 
 console = Console()
-err = Console(stderr=True)
 
 Url = Annotated[
     str,
@@ -56,16 +56,13 @@ def _bearer(token: str | None, token_file: Path | None) -> str | None:
     if token_file is None:
         return token
     if token:
-        err.print("[red]error:[/] give either --token or --token-file, not both", highlight=False)
-        raise typer.Exit(2)
+        raise fail("give either --token or --token-file, not both", BAD_INPUT)
     try:
         text = token_file.read_text().strip()
     except OSError as exc:
-        err.print(f"[red]error:[/] token file {token_file}: {exc.strerror}", highlight=False)
-        raise typer.Exit(2) from None
+        raise fail(f"token file {token_file}: {exc.strerror}", BAD_INPUT) from None
     if not text:
-        err.print(f"[red]error:[/] token file {token_file} is empty", highlight=False)
-        raise typer.Exit(2)
+        raise fail(f"token file {token_file} is empty", BAD_INPUT)
     return text
 
 
@@ -84,17 +81,13 @@ def _call(
     try:
         response = asyncio.run(go())
     except httpx.HTTPError as exc:
-        err.print(f"[red]error:[/] cannot reach {url}: {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise fail(f"cannot reach {url}: {exc}") from None
     if response.status_code >= 400:
         try:
             message = response.json().get("error", response.text)
         except (ValueError, AttributeError):
             message = response.text
-        err.print(
-            f"[red]error:[/] {response.status_code}: {message}", highlight=False, soft_wrap=True
-        )
-        raise typer.Exit(1)
+        raise fail(f"{response.status_code}: {message}")
     return response.json() if response.content else None
 
 
@@ -149,8 +142,7 @@ def cluster_register(
         components = Workspace(workspace).component_set()
         text = kubeconfig.read_text()
     except (ReconcilerError, OSError) as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        raise fail(str(exc), BAD_INPUT) from None
     body = {
         "runtimeID": runtime_id,
         "runtimeInput": {"name": runtime_id, "description": "registered by reconciler cluster"},

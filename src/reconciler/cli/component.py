@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from reconciler.errors import ReconcilerError
+from reconciler.cli.errors import BAD_INPUT, fail, failures
 from reconciler.observability.logging import configure_logging
 from reconciler.remote.settings import ComponentSettings
 
@@ -35,8 +35,7 @@ def _settings(overrides: dict[str, Any]) -> ComponentSettings:
             f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
             for err in exc.errors(include_input=False)
         )
-        typer.secho(f"error: {problems}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+        raise fail(problems, BAD_INPUT) from None
 
 
 @app.command()
@@ -64,8 +63,7 @@ def serve(
         try:
             token = token_file.read_text().strip()
         except OSError as exc:
-            typer.secho(f"error: token file {token_file}: {exc.strerror}", fg="red", err=True)
-            raise typer.Exit(2) from None
+            raise fail(f"token file {token_file}: {exc.strerror}", BAD_INPUT) from None
     settings = _settings(
         {
             "components": components,
@@ -80,11 +78,8 @@ def serve(
 
     from reconciler.remote.app import create_app
 
-    try:
+    with failures():
         application = create_app(settings)
-    except ReconcilerError as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from None
     config = uvicorn.Config(
         application,
         host=host,

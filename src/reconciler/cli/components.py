@@ -3,38 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import json
 import sys
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-import yaml
-from rich.console import Console
+from rich.markup import escape
 
+from reconciler.charts import yamlio
 from reconciler.charts.render import Capabilities
 from reconciler.charts.sources import ChartCache
+from reconciler.charts.values import read_values_file
 from reconciler.charts.workspace import Workspace
+from reconciler.cli.errors import BAD_INPUT, FAILED, err, failures
 from reconciler.core.actions import ActionRegistry
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.deploy import DeployOptions, build_tasks, plan_for, run_component_set
+from reconciler.core.diff import diff_component_set
 from reconciler.core.executor import StepState
 from reconciler.core.runner import ComponentReconciler
-from reconciler.errors import ReconcilerError
-from reconciler.kube.apply import prepare_all
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.diff import diff_object
 from reconciler.model.component import CRDS_COMPONENT, ComponentSet
 from reconciler.model.plan import Plan
 from reconciler.model.task import Task, TaskType
-from reconciler.model.values import ValuesError, layer, parse_assignment
+from reconciler.model.values import layer, parse_assignment
 from reconciler.observability.logging import configure_logging
 from reconciler.paths import cache_dir
-
-T = TypeVar("T")
-err = Console(stderr=True)
 
 Kubeconfig = Annotated[
     Path | None,
@@ -66,33 +65,10 @@ Output = Annotated[str, typer.Option("--output", "-o", help="text | json")]
 Version = Annotated[str, typer.Option("--version", help="Version label for applied objects.")]
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(code)
-
-
-def _run(coro: Callable[[], Awaitable[T]]) -> T:
-    try:
-        return asyncio.run(coro())  # type: ignore[arg-type]
-    except ReconcilerError as exc:
-        raise _fail(str(exc)) from None
-
-
-def _overrides(values: list[str] | None, files: list[Path] | None) -> dict[str, Any]:
-    layers: list[dict[str, Any]] = []
-    for path in files or []:
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except FileNotFoundError:
-            raise ValuesError(f"values file {path} does not exist") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = f" at line {mark.line + 1}" if mark is not None else ""
-            raise ValuesError(f"values file {path} is not valid YAML{line}") from None
-        if not isinstance(loaded, dict):
-            raise ValuesError(f"values file {path} must hold a mapping")
-        layers.append(loaded)
-    layers.append(dict(parse_assignment(v) for v in values or []))
+def _overrides(values: list[str], files: list[Path]) -> dict[str, Any]:
+    """`-f` files (read as chart values files are read), then `--value`s, later winning."""
+    layers = [read_values_file(path, missing_ok=False) for path in files]
+    layers.append(dict(parse_assignment(v) for v in values))
     return layer(layers)
 
 
@@ -133,76 +109,109 @@ class Run:
     plan: Plan
 
 
-def _prepare(
-    task_type: TaskType,
-    workspace: Path,
-    components: Path | None,
-    only: list[str] | None,
-    profile: str | None,
-    values: list[str] | None,
-    values_files: list[Path] | None,
-    version: str,
-    **options: Any,
-) -> Run:
-    """Read workspace, component set and overrides; bad input exits with code 2."""
-    try:
-        ws, component_set, with_crds = _selection(workspace, components, only)
-        settings = DeployOptions(
-            profile=profile,
-            values=_flatten(_overrides(values, values_files)),
-            version=version,
-            with_crds=with_crds,
-            **options,
-        )
-        tasks = build_tasks(ws, component_set, task_type, settings)
-    except ReconcilerError as exc:
-        raise _fail(str(exc), 2) from None
-    return Run(tasks, plan_for(component_set, task_type, settings))
+@dataclass(frozen=True)
+class SetOptions:
+    """The options the component-set commands share (each command shows the ones it reads)."""
+
+    workspace: Path = Path(".")
+    components: Path | None = None
+    component: list[str] | None = None
+    profile: str | None = None
+    value: list[str] | None = None
+    values: list[Path] | None = None
+    version: str = "local"
+    kubeconfig: Path | None = None
+    timeout: float = 300.0
+    output: str = "text"
+
+    def run(self, task_type: TaskType, *, wait: bool = True, force: bool = False) -> Run:
+        """Read workspace, component set and overrides into tasks and a plan (bad input: 2)."""
+        with failures(BAD_INPUT):
+            ws, component_set, with_crds = _selection(
+                self.workspace, self.components, self.component
+            )
+            settings = DeployOptions(
+                profile=self.profile,
+                values=_flatten(_overrides(self.value or [], self.values or [])),
+                version=self.version,
+                timeout=self.timeout,
+                wait=wait,
+                with_crds=with_crds,
+                force=force,
+            )
+            tasks = build_tasks(ws, component_set, task_type, settings)
+        return Run(tasks, plan_for(component_set, task_type, settings))
 
 
-def _run_set(
-    task_type: TaskType,
-    kubeconfig: Path | None,
-    workspace: Path,
-    components: Path | None,
-    only: list[str] | None,
-    profile: str | None,
-    values: list[str] | None,
-    values_files: list[Path] | None,
-    timeout: float,
-    output: str,
-    version: str,
-    wait: bool,
-    force: bool = False,
-) -> None:
+_OPTIONS: dict[str, Any] = {
+    "kubeconfig": Kubeconfig,
+    "workspace": WorkspaceOpt,
+    "components": ComponentsFile,
+    "component": Only,
+    "profile": Profile,
+    "value": Values,
+    "values": ValuesFiles,
+    "timeout": Timeout,
+    "output": Output,
+    "version": Version,
+}
+SELECTION = ("workspace", "components", "component", "profile", "value", "values", "version")
+ON_CLUSTER = ("kubeconfig", *SELECTION, "timeout", "output")
+Command = Callable[..., None]
+
+
+def set_command(*shared: str) -> Callable[[Command], Command]:
+    """Give `command(options: SetOptions, ...own options)` the shared options named `shared`.
+
+    typer reads a command's options from its signature: this one has the shared options (in
+    `_OPTIONS`' order) followed by the command's own, and the call hands the shared ones over
+    as one `SetOptions`, so deploy and delete declare their common options once, here."""
+    defaults = {f.name: f.default for f in fields(SetOptions)}
+
+    def decorate(command: Command) -> Command:
+        own = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in inspect.signature(command, eval_str=True).parameters.values()
+            if p.name != "options"
+        ]
+        common = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name], annotation=kind
+            )
+            for name, kind in _OPTIONS.items()
+            if name in shared
+        ]
+
+        @functools.wraps(command)
+        def wrapper(**given: Any) -> None:
+            picked = {name: given.pop(name) for name in shared}
+            command(SetOptions(**picked), **given)
+
+        wrapper.__signature__ = inspect.Signature([*common, *own])  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+def _run_set(task_type: TaskType, options: SetOptions, *, wait: bool, force: bool) -> None:
     configure_logging(json_lines=True, level="WARNING")
-    run = _prepare(
-        task_type,
-        workspace,
-        components,
-        only,
-        profile,
-        values,
-        values_files,
-        version,
-        timeout=timeout,
-        wait=wait,
-        force=force,
-    )
+    run = options.run(task_type, wait=wait, force=force)
     plan, tasks = run.plan, run.tasks
+    output = options.output
     mode = "quiet" if output == "json" else ("live" if sys.stderr.isatty() else "lines")
     from reconciler.cli.progress import ProgressView
 
     view = ProgressView(plan.names(), err, mode)
 
     async def go() -> tuple[dict[str, Any], dict[str, Any]]:
-        async with await Cluster.connect(kubeconfig) as cluster:
+        async with await Cluster.connect(options.kubeconfig) as cluster:
             with view:
                 return await run_component_set(
                     cluster, _reconciler(), plan, tasks, report=view.event
                 )
 
-    results, outcomes = _run(go)
+    with failures():
+        results, outcomes = asyncio.run(go())
     for name, result in results.items():
         if result.state is StepState.SKIPPED:
             view.skipped(name, result.detail)
@@ -234,7 +243,7 @@ def _run_set(
         for name in plan.names():
             outcome = outcomes.get(name)
             if outcome and outcome.error:
-                err.print(f"[red]✗[/] {outcome.error}", highlight=False, soft_wrap=True)
+                err.print(f"[red]✗[/] {escape(outcome.error)}", highlight=False, soft_wrap=True)
             elif (
                 outcome
                 and outcome.changed
@@ -244,20 +253,12 @@ def _run_set(
                 shown = ", ".join(str(k) for k in outcome.changed[:5])
                 err.print(f"{name}: changed {shown}", highlight=False, markup=False, soft_wrap=True)
     if not ok:
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)
 
 
+@set_command(*ON_CLUSTER)
 def deploy(
-    kubeconfig: Kubeconfig = None,
-    workspace: WorkspaceOpt = Path("."),
-    components: ComponentsFile = None,
-    component: Only = None,
-    profile: Profile = None,
-    value: Values = None,
-    values: ValuesFiles = None,
-    timeout: Timeout = 300.0,
-    output: Output = "text",
-    version: Version = "local",
+    options: SetOptions,
     wait: Annotated[bool, typer.Option(help="Wait until workloads are ready.")] = True,
     force: Annotated[
         bool,
@@ -267,67 +268,23 @@ def deploy(
     ] = False,
 ) -> None:
     """Install or upgrade the component set on the cluster (exit 0 only when all is ready)."""
-    _run_set(
-        TaskType.RECONCILE,
-        kubeconfig,
-        workspace,
-        components,
-        component,
-        profile,
-        value,
-        values,
-        timeout,
-        output,
-        version,
-        wait,
-        force,
-    )
+    _run_set(TaskType.RECONCILE, options, wait=wait, force=force)
 
 
-def delete(
-    kubeconfig: Kubeconfig = None,
-    workspace: WorkspaceOpt = Path("."),
-    components: ComponentsFile = None,
-    component: Only = None,
-    profile: Profile = None,
-    value: Values = None,
-    values: ValuesFiles = None,
-    timeout: Timeout = 300.0,
-    output: Output = "text",
-    version: Version = "local",
-) -> None:
+@set_command(*ON_CLUSTER)
+def delete(options: SetOptions) -> None:
     """Delete the component set from the cluster, in reverse order."""
-    _run_set(
-        TaskType.DELETE,
-        kubeconfig,
-        workspace,
-        components,
-        component,
-        profile,
-        value,
-        values,
-        timeout,
-        output,
-        version,
-        True,
-    )
+    _run_set(TaskType.DELETE, options, wait=True, force=False)
 
 
+@set_command(*SELECTION)
 def template(
-    workspace: WorkspaceOpt = Path("."),
-    components: ComponentsFile = None,
-    component: Only = None,
-    profile: Profile = None,
-    value: Values = None,
-    values: ValuesFiles = None,
+    options: SetOptions,
     kube_version: Annotated[str, typer.Option("--kube-version")] = "v1.20.2",
     api_versions: Annotated[list[str] | None, typer.Option("--api-versions")] = None,
-    version: Version = "local",
 ) -> None:
     """Print the manifests the components render to (no cluster needed)."""
-    run = _prepare(
-        TaskType.RECONCILE, workspace, components, component, profile, value, values, version
-    )
+    run = options.run(TaskType.RECONCILE)
     provider = HelmChartProvider(ChartCache(cache_dir() / "charts"))
     capabilities = Capabilities(kube_version, tuple(api_versions or ()))
 
@@ -335,51 +292,25 @@ def template(
         documents = []
         for name in run.plan.names():
             for obj in await provider.render(run.tasks[name], capabilities):
-                documents.append(
-                    f"# component: {name}\n" + yaml.safe_dump(obj.raw, sort_keys=False)
-                )
+                documents.append(f"# component: {name}\n" + yamlio.dump(obj.raw))
         return documents
 
-    typer.echo("---\n".join(_run(go)), nl=False)
+    with failures():
+        documents = asyncio.run(go())
+    typer.echo("---\n".join(documents), nl=False)
 
 
-def diff(
-    kubeconfig: Kubeconfig = None,
-    workspace: WorkspaceOpt = Path("."),
-    components: ComponentsFile = None,
-    component: Only = None,
-    profile: Profile = None,
-    value: Values = None,
-    values: ValuesFiles = None,
-    version: Version = "local",
-) -> None:
+@set_command("kubeconfig", *SELECTION)
+def diff(options: SetOptions) -> None:
     """Show what deploy would change (server-side dry-run); exit 1 when something differs."""
-    run = _prepare(
-        TaskType.RECONCILE, workspace, components, component, profile, value, values, version
-    )
-    reconciler = _reconciler()
+    run = options.run(TaskType.RECONCILE)
 
     async def go() -> list[str]:
-        diffs: list[str] = []
-        async with await Cluster.connect(kubeconfig) as cluster:
-            capabilities = await reconciler.capabilities(cluster)
-            for name in run.plan.names():
-                task = run.tasks[name]
-                rendered = await reconciler.charts.render(task, capabilities)
-                objects, _ = await prepare_all(
-                    cluster,
-                    rendered,
-                    namespace=task.namespace,
-                    version=task.version,
-                    component=name,
-                )
-                for obj in objects:
-                    text = await diff_object(cluster, obj)
-                    if text:
-                        diffs.append(text)
-        return diffs
+        async with await Cluster.connect(options.kubeconfig) as cluster:
+            return await diff_component_set(cluster, _reconciler(), run.plan, run.tasks)
 
-    found = _run(go)
+    with failures():
+        found = asyncio.run(go())
     typer.echo("".join(found), nl=False)
     if found:
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)

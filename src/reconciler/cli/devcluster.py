@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
+from reconciler.cli.errors import FAILED, failures
 from reconciler.devcluster import DevCluster
 from reconciler.devcluster.build import build_all
-from reconciler.errors import ReconcilerError
 from reconciler.paths import cache_dir
 
 app = typer.Typer(
@@ -29,18 +29,11 @@ def default_dir() -> Path:
     return cache_dir() / "dev-cluster"
 
 
-def _fail(exc: ReconcilerError) -> typer.Exit:
-    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-    return typer.Exit(1)
-
-
 @app.command()
 def build() -> None:
     """Install etcd/helm and build kube-apiserver + controller-manager once (cached)."""
-    try:
+    with failures():
         build_all()
-    except ReconcilerError as exc:
-        raise _fail(exc) from exc
 
 
 @app.command()
@@ -60,11 +53,9 @@ def up(
         info = running
         typer.echo(f"already running: {info.api_url}")
     else:
-        try:
+        with failures():
             build_all()
             info = asyncio.run(cluster.start())
-        except ReconcilerError as exc:
-            raise _fail(exc) from exc
         typer.echo(f"ready in {info.ready_seconds:.1f}s: {info.api_url}")
     typer.echo(f"kubeconfig: {info.kubeconfig}")
     typer.echo(f"try:        kubectl --kubeconfig {info.kubeconfig} get ns")
@@ -74,10 +65,8 @@ def up(
 @app.command()
 def down(directory: DirOption = default_dir()) -> None:
     """Stop the cluster started in DIR."""
-    try:
+    with failures():
         asyncio.run(DevCluster(directory).stop())
-    except ReconcilerError as exc:
-        raise _fail(exc) from exc
     typer.echo("stopped")
 
 
@@ -106,4 +95,4 @@ def status(
         if info and any(state.values()):
             typer.echo(f"kubeconfig: {info.kubeconfig}")
     if not any(state.values()):
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)

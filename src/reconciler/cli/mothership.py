@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.errors import ReconcilerError
+from reconciler.cli.errors import BAD_INPUT, fail, failures
 from reconciler.mothership.settings import Settings
 from reconciler.observability.logging import configure_logging
 
@@ -29,11 +29,8 @@ DatabaseUrl = Annotated[
 
 
 def load(config: Path | None, database_url: str | None, **overrides: object) -> Settings:
-    try:
+    with failures(BAD_INPUT):
         return Settings.load(config, database_url=database_url, **overrides)
-    except ReconcilerError as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
 
 
 @app.command("migrate")
@@ -87,11 +84,8 @@ def run(
         workers=workers,
         migrate_on_start=migrate_on_start,
     )
-    try:
+    with failures():
         asyncio.run(run_until_signalled(Engine(settings)))
-    except ReconcilerError as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from None
 
 
 @app.command()
@@ -127,12 +121,8 @@ def serve(
         migrate_on_start=migrate_on_start,
     )
     if (cert_file is None) != (key_file is None):
-        typer.secho("error: --cert-file and --key-file go together", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2)
-    try:
+        raise fail("--cert-file and --key-file go together", BAD_INPUT)
+    with failures():
         asyncio.run(
             run_server(settings, host=host, port=port, cert_file=cert_file, key_file=key_file)
         )
-    except ReconcilerError as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from None

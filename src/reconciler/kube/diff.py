@@ -10,8 +10,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-import yaml
-
+from reconciler.charts import yamlio
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
 
@@ -29,7 +28,7 @@ def _comparable(obj: KubeObject | None) -> dict[str, Any]:
 def _yaml(data: dict[str, Any]) -> list[str]:
     if not data:
         return []
-    return yaml.safe_dump(data, sort_keys=True).splitlines(keepends=True)
+    return yamlio.dump(data, sort_keys=True).splitlines(keepends=True)
 
 
 async def diff_object(cluster: Cluster, obj: KubeObject) -> str:

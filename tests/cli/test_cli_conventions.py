@@ -1,0 +1,40 @@
+"""What every component-set command has in common: one option list, one error convention."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer.main
+from typer.core import TyperOption
+
+from reconciler.cli.main import app
+from tests.cli.test_deploy_cli import EXAMPLES, invoke
+
+
+def options_of(command: str) -> dict[str, tuple[str, ...]]:
+    found = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    return {p.name: tuple(p.opts) for p in found.params if isinstance(p, TyperOption)}
+
+
+def test_deploy_and_delete_share_one_option_list() -> None:
+    deploy, delete = options_of("deploy"), options_of("delete")
+    assert set(deploy) - set(delete) == {"wait", "force"}
+    assert {name: deploy[name] for name in delete} == delete
+    assert set(options_of("diff")) < set(delete)
+    assert set(options_of("template")) - set(delete) == {"kube_version", "api_versions"}
+
+
+def test_missing_values_file_is_bad_input_for_every_command(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    for command in ("deploy", "delete", "diff", "template"):
+        result = invoke(command, "-w", str(EXAMPLES), "-f", str(missing))
+        assert result.exit_code == 2, (command, result.output)
+        assert f"values file {missing} does not exist" in result.output
+
+
+def test_error_messages_keep_brackets_they_quote(tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text("[a, b]\n")
+    result = invoke("template", "-w", str(EXAMPLES), "-f", str(values))
+    assert result.exit_code == 2
+    assert "holds a list, not a map of values" in result.output
