@@ -3,15 +3,21 @@
 Process wiring lives here, in the entry layer, so the engine (`mothership`) never imports the
 API. With a TLS certificate and `client_ca_file` the server asks clients for a certificate
 (mutual TLS) and verifies it; the verified certificate of each connection reaches the app in
-the request state (`identity.PEER_CERT`), where `client_identities` map it to a role. uvicorn
-handles SIGINT/SIGTERM by finishing in-flight requests; then the engine stops, handing running
-operations back as orphans so the next start (or another instance) resumes them.
+the request state (`identity.PEER_CERT`), where `client_identities` map it to a role.
+
+SIGINT/SIGTERM stop every listener (in-flight requests finish), then the engine, handing running
+operations back as orphans so the next start (or another instance) resumes them. The signals are
+handled here, not by uvicorn: uvicorn re-raises a signal once its server has stopped, which with
+the default handler ended the process before the engine could hand anything back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import ssl
+from collections.abc import Iterator
 from pathlib import Path
 
 import structlog
@@ -37,6 +43,14 @@ class PeerCertificateProtocol(H11Protocol):
         cert = transport.get_extra_info("peercert")
         if cert:
             self.app_state = {**self.app_state, PEER_CERT: cert}
+
+
+class Listener(uvicorn.Server):
+    """A uvicorn server that leaves signals to `serve_together`."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 def server_config(
@@ -74,12 +88,26 @@ def metrics_app(engine: Engine) -> FastAPI:
 
 
 async def serve_together(servers: list[uvicorn.Server]) -> None:
-    """Serve until one stops (a signal reaches only one of them), then stop the others."""
-    tasks = [asyncio.create_task(server.serve()) for server in servers]
-    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    for server in servers:
-        server.should_exit = True
-    await asyncio.gather(*tasks)
+    """Serve until SIGINT/SIGTERM (a second one forces the exit) or until one server stops,
+    then stop them all."""
+    loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        for server in servers:
+            server.force_exit = server.should_exit  # the second signal does not wait
+            server.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        tasks = [asyncio.create_task(server.serve()) for server in servers]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for server in servers:
+            server.should_exit = True
+        await asyncio.gather(*tasks)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
 
 
 async def run_server(
@@ -104,7 +132,7 @@ async def run_server(
         config = server_config(
             app, api_settings, host=host, port=port, cert_file=cert_file, key_file=key_file
         )
-        servers = [uvicorn.Server(config)]
+        servers: list[uvicorn.Server] = [Listener(config)]
         if api_settings.metrics_port is not None:
             metrics_config = uvicorn.Config(
                 metrics_app(engine),
@@ -113,8 +141,9 @@ async def run_server(
                 log_config=None,
                 access_log=False,
             )
-            servers.append(uvicorn.Server(metrics_config))
+            servers.append(Listener(metrics_config))
         log.info("mothership serving", url=f"{'https' if cert_file else 'http'}://{host}:{port}")
         await serve_together(servers)
     finally:
         await engine.stop()
+        log.info("mothership stopped")
