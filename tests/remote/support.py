@@ -31,7 +31,7 @@ from fastapi.responses import JSONResponse
 
 from reconciler.cli import main
 from reconciler.devcluster.ports import free_ports
-from reconciler.model.remote import CallbackMessage, CallbackStatus
+from reconciler.model.remote import CALLBACK_SECRET_HEADER, CallbackMessage, CallbackStatus
 from reconciler.remote.app import create_app
 from reconciler.remote.settings import ComponentSettings
 from reconciler.util.polling import poll_until
@@ -46,6 +46,8 @@ class Received:
     message: CallbackMessage
     authorization: str
     answered: int
+    secret: str = ""
+    """The `X-Callback-Secret` header."""
     at: float = field(default_factory=time.monotonic)
 
 
@@ -105,7 +107,8 @@ class CallbackReceiver:
                 self.refuse_final -= 1
                 code = 503
             auth = request.headers.get("authorization", "")
-            received = Received(correlation_id, message, auth, code)
+            secret = request.headers.get(CALLBACK_SECRET_HEADER, "")
+            received = Received(correlation_id, message, auth, code, secret=secret)
             self.received.append(received)
             self.by_operation.setdefault(correlation_id, []).append(received)
             return JSONResponse({} if code == 200 else {"error": "no"}, status_code=code)

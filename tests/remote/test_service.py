@@ -219,3 +219,40 @@ async def test_task_that_never_gets_ready_ends_in_error_at_its_timeout(
     assert "component slow" in final.error
     assert "slow" in final.error.split(":", 1)[1]  # names the object that never got ready
     assert 3000 <= final.processing_duration < 10_000  # the timeout bounds all attempts
+
+
+async def test_a_task_sent_again_reports_with_the_newest_callback_secret(
+    tmp_path: Path,
+    receiver: CallbackReceiver,
+    kubeconfig_text: str,
+    deployment_chart: Path,
+    namespace: str,
+) -> None:
+    """The mothership re-sends a task it took for an orphan with a new secret and refuses the old
+    one: the task still in the pool must switch to the new secret, not report into a 403."""
+    async with running_service(settings(tmp_path)) as (app, client):
+        body = task_body(
+            chart=deployment_chart,
+            namespace=namespace,
+            component="slow",
+            kubeconfig=kubeconfig_text,
+            callback_url=receiver.callback_url("c-again"),
+            correlation_id="c-again",
+            timeout=120,
+            callbackSecret="first-secret",
+        )
+        assert (await client.post("/v1/run", json=body)).status_code == 200
+        await receiver.wait_status("c-again", RUNNING)
+        again = {**body, "callbackSecret": "second-secret"}
+        assert (await client.post("/v1/run", json=again)).status_code == 200
+        assert app.state.service.pool.busy == 1
+
+        async def switched() -> bool:
+            return any(r.secret == "second-secret" for r in receiver.of("c-again"))
+
+        await poll_until(switched, timeout=30, what="a callback with the second secret")
+        seen = [r.secret for r in receiver.of("c-again")]
+        assert set(seen) == {"first-secret", "second-secret"}
+        assert seen.index("second-secret") > max(
+            i for i, secret in enumerate(seen) if secret == "first-secret"
+        )  # never back to the old one

@@ -3,7 +3,9 @@
 A task occupies a slot from acceptance until its final callback is delivered or given up, so a
 full pool answers 429 and the mothership retries elsewhere or later: backpressure instead of an
 unbounded queue. A task already in the pool (same correlation ID) is acknowledged again without a
-second run. Shutdown cancels what runs and tells the mothership, best effort within a short
+second run; it takes over the new hand-over's callback secret (the mothership issued that one and
+refuses the old), so a task the mothership re-sends, e.g. after it took it for an orphan, keeps
+reporting. Shutdown cancels what runs and tells the mothership, best effort within a short
 timeout, so it can retry the operation elsewhere at once instead of waiting for orphan detection.
 """
 
@@ -54,6 +56,8 @@ class WorkerPool:
         if not self.accepting:
             return Admission.SHUTTING_DOWN
         if key in self._running:
+            running = self._running[key][0].remote
+            running.callback_secret = job.remote.callback_secret  # in place: deliveries see it
             return Admission.DUPLICATE
         if len(self._running) >= self.size:
             return Admission.BUSY
