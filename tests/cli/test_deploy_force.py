@@ -1,9 +1,12 @@
-"""`reconciler deploy` of an unchanged set is a no-op; `--force` applies everything again."""
+"""`reconciler deploy` of an unchanged set is a no-op; `--force` applies everything again;
+`--regenerate` records a new regenerate token each time."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from reconciler.kube import inventory
+from reconciler.kube.cluster import Cluster
 from tests.cli.test_deploy_cli import invoke_async, summary, workspace
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS
@@ -24,5 +27,14 @@ async def test_unchanged_deploy_applies_nothing_and_force_applies_everything(
         assert (again["state"], again["applied"], again["changed"]) == ("done", 0, [])
         forced = summary(await invoke_async("deploy", *args, "--force"))["forced"]
         assert (forced["state"], forced["applied"], forced["changed"]) == ("done", 2, [])
+        tokens = set()
+        for _ in range(2):
+            assert (await invoke_async("deploy", *args, "--regenerate")).exit_code == 0
+            async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
+                record = await inventory.read(cluster, "forced", "cli-test")
+            assert record is not None
+            tokens.add(record.regenerated)
+        assert len(tokens) == 2
+        assert "" not in tokens
     finally:
         assert (await invoke_async("delete", *args)).exit_code == 0

@@ -35,8 +35,8 @@ def test_no_count_means_no_full_run_but_a_retry_always_is_one() -> None:
     assert planner.full_run(operation("x", retries=1))
 
 
-def test_the_force_flag_travels_to_a_remote_component_reconciler() -> None:
-    task = Task("web", "ns", "1", "/c", correlation_id="c", force=True)
+def test_force_and_regenerate_travel_to_a_remote_component_reconciler() -> None:
+    task = Task("web", "ns", "1", "/c", correlation_id="c", force=True, regenerate="r1")
     wire = RemoteTask.of(task, kubeconfig="k", callback_url="http://cb", max_retries=1)
     back = RemoteTask.model_validate_json(wire.model_dump_json(by_alias=True)).to_task()
-    assert back.force is True
+    assert (back.force, back.regenerate) == (True, "r1")

@@ -58,6 +58,7 @@ def component(config: ComponentConfig) -> s.ComponentOut:
             )
             for entry in config.configuration
         ],
+        regenerate=config.regenerate,
     )
 
 

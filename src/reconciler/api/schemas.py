@@ -84,6 +84,7 @@ class ComponentIn(_Input):
     URL: str = Field(default="", max_length=2048)
     version: str = Field(default="", max_length=128)
     configuration: list[ConfigEntryIn] = Field(default_factory=list)
+    regenerate: str = Field(default="", max_length=128)
 
 
 class KymaConfigIn(_Input):
@@ -178,6 +179,7 @@ class ComponentOut(BaseModel):
     URL: str
     version: str
     configuration: list[ConfigEntryOut]
+    regenerate: str = ""
 
 
 class KymaConfigOut(BaseModel):

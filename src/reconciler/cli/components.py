@@ -7,6 +7,7 @@ import functools
 import inspect
 import json
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -124,7 +125,14 @@ class SetOptions:
     timeout: float = 300.0
     output: str = "text"
 
-    def run(self, task_type: TaskType, *, wait: bool = True, force: bool = False) -> Run:
+    def run(
+        self,
+        task_type: TaskType,
+        *,
+        wait: bool = True,
+        force: bool = False,
+        regenerate: str = "",
+    ) -> Run:
         """Read workspace, component set and overrides into tasks and a plan (bad input: 2)."""
         with failures(BAD_INPUT):
             ws, component_set, with_crds = _selection(
@@ -138,6 +146,7 @@ class SetOptions:
                 wait=wait,
                 with_crds=with_crds,
                 force=force,
+                regenerate=regenerate,
             )
             tasks = build_tasks(ws, component_set, task_type, settings)
         return Run(tasks, plan_for(component_set, task_type, settings))
@@ -193,9 +202,17 @@ def set_command(*shared: str) -> Callable[[Command], Command]:
     return decorate
 
 
-def _run_set(task_type: TaskType, options: SetOptions, *, wait: bool, force: bool) -> None:
+def _run_set(
+    task_type: TaskType,
+    options: SetOptions,
+    *,
+    wait: bool,
+    force: bool,
+    regenerate: bool = False,
+) -> None:
     configure_logging(json_lines=True, level="WARNING")
-    run = options.run(task_type, wait=wait, force=force)
+    token = uuid.uuid4().hex if regenerate else ""  # a new token: regenerate this time
+    run = options.run(task_type, wait=wait, force=force, regenerate=token)
     plan, tasks = run.plan, run.tasks
     output = options.output
     mode = "quiet" if output == "json" else ("live" if sys.stderr.isatty() else "lines")
@@ -266,9 +283,16 @@ def deploy(
             help="Render and apply every object even when nothing changed since the last run."
         ),
     ] = False,
+    regenerate: Annotated[
+        bool,
+        typer.Option(
+            help="Apply values the charts generate (certificates, passwords) as rendered now "
+            "instead of keeping the ones on the cluster."
+        ),
+    ] = False,
 ) -> None:
     """Install or upgrade the component set on the cluster (exit 0 only when all is ready)."""
-    _run_set(TaskType.RECONCILE, options, wait=wait, force=force)
+    _run_set(TaskType.RECONCILE, options, wait=wait, force=force, regenerate=regenerate)
 
 
 @set_command(*ON_CLUSTER)

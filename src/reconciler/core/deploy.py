@@ -32,6 +32,8 @@ class DeployOptions:
     wait: bool = True
     with_crds: bool = True
     force: bool = False
+    regenerate: str = ""
+    """Token (see `Task.regenerate`); the CLI's `--regenerate` passes a new one every time."""
 
 
 def split_overrides(
@@ -68,6 +70,7 @@ def build_tasks(
             wait=options.wait,
             include_crds=not options.with_crds,
             force=options.force,
+            regenerate=options.regenerate,
         )
     if options.with_crds:
         tasks[CRDS_COMPONENT] = Task(

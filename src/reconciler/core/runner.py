@@ -19,6 +19,7 @@ from collections.abc import Callable
 from reconciler.charts.render import Capabilities
 from reconciler.core.actions import HOOKS, ActionContext, ActionRegistry
 from reconciler.core.charts import ChartProvider
+from reconciler.core.generated import Generated, keep_generated
 from reconciler.core.results import Outcome
 from reconciler.core.steady import RenderCache, SteadyState
 from reconciler.errors import ClusterUnreachable, ReadinessTimeout, ReconcilerError, WaitTimeout
@@ -126,10 +127,18 @@ class ComponentReconciler:
         capabilities = await self.capabilities(cluster)
         digest = await self.charts.digest(task, capabilities)
         previous = await inventory.read(cluster, task.component, task.namespace, index)
-        if previous is not None and self._may_skip_render(task, previous, digest):
-            steady = SteadyState(cluster, task, previous, index)
+        regenerate = bool(task.regenerate) and (
+            previous is None or previous.regenerated != task.regenerate
+        )
+        if (
+            previous is not None
+            and not regenerate
+            and self._may_skip_render(task, previous, digest)
+        ):
+            record = previous
+            steady = SteadyState(cluster, task, record, index)
             if await steady.check(
-                lambda: self._desired(ctx, capabilities, digest, phase),
+                lambda existing: self._desired(ctx, capabilities, digest, phase, record, existing),
                 outcome,
                 phase,
                 concurrency=self.concurrency,
@@ -141,7 +150,9 @@ class ComponentReconciler:
         if not await self._hook("reconcile", ctx, phase):
             if digest and not self._has_actions(task.component):
                 self._rendered.put(digest, ctx.objects)
-            await self._apply(ctx, outcome, phase, previous, digest, index)
+            await self._apply(
+                ctx, outcome, phase, previous, digest, index, capabilities, regenerate
+            )
         await self._hook("post_reconcile", ctx, phase)
 
     def _has_actions(self, component: str) -> bool:
@@ -164,22 +175,43 @@ class ComponentReconciler:
         capabilities: Capabilities,
         digest: str,
         phase: Callable[[str], None],
-    ) -> list[KubeObject]:
-        """The prepared objects for `digest`: from the render cache, else rendered again."""
+        record: inventory.Inventory,
+        existing: set[ObjectKey],
+    ) -> tuple[list[KubeObject], str]:
+        """The prepared objects for `digest` (from the render cache, else rendered again) with
+        the generated values of `existing` ones kept, and the generated paths to record."""
         task = ctx.task
         rendered = self._rendered.get(digest)
         if rendered is None:
             phase("render chart")
             rendered = await self.charts.render(task, capabilities)
             self._rendered.put(digest, rendered)
-        objects, _ = await prepare_all(
+        objects = await self._prepared(ctx, [*rendered, _namespace_object(task.namespace)])
+        objects, generated = await keep_generated(
             ctx.kube,
-            [*rendered, _namespace_object(task.namespace)],
+            objects,
+            existing,
+            Generated.load(record.generated),
+            digest,
+            lambda: self._render_prepared(ctx, capabilities),
+        )
+        return objects, generated.dump()
+
+    async def _prepared(self, ctx: ActionContext, objects: list[KubeObject]) -> list[KubeObject]:
+        task = ctx.task
+        prepared, _ = await prepare_all(
+            ctx.kube,
+            objects,
             namespace=task.namespace,
             version=task.version,
             component=task.component,
         )
-        return objects
+        return prepared
+
+    async def _render_prepared(
+        self, ctx: ActionContext, capabilities: Capabilities
+    ) -> list[KubeObject]:
+        return await self._prepared(ctx, await self.charts.render(ctx.task, capabilities))
 
     async def _apply(
         self,
@@ -189,6 +221,8 @@ class ComponentReconciler:
         previous: inventory.Inventory | None,
         digest: str,
         index: LiveIndex,
+        capabilities: Capabilities,
+        regenerate: bool,
     ) -> None:
         task, cluster = ctx.task, ctx.kube
         objects, outcome.warnings = await prepare_all(
@@ -217,6 +251,16 @@ class ComponentReconciler:
                 ),
             )
         observed = await index.observe(cluster, objects, task.component) if old else {}
+        generated = Generated.load(previous.generated) if previous else Generated()
+        if not regenerate:
+            objects, generated = await keep_generated(
+                cluster,
+                objects,
+                set(observed),
+                generated,
+                digest,
+                lambda: self._render_prepared(ctx, capabilities),
+            )
         result = await apply_objects(
             cluster,
             objects,
@@ -251,6 +295,8 @@ class ComponentReconciler:
             [inventory.Entry.of(live) for live in final.values()],
             digest=digest,
             full_at=time.time(),
+            generated=generated.dump(),
+            regenerated=task.regenerate if regenerate else previous.regenerated if previous else "",
         )
         if task.wait and not all_ready(result.live):
             # recorded before waiting: what was applied and pruned stays known if the wait fails

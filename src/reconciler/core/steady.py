@@ -61,14 +61,17 @@ class SteadyState:
 
     async def check(
         self,
-        desired: Callable[[], Awaitable[list[KubeObject]]],
+        desired: Callable[[set[ObjectKey]], Awaitable[tuple[list[KubeObject], str]]],
         outcome: Outcome,
         phase: Callable[[str], None],
         *,
         concurrency: int,
     ) -> bool:
         """Bring drifted objects back; False when the full path must run instead (the record
-        lists an object the render no longer has, or lacks observed state)."""
+        lists an object the render no longer has, or lacks observed state).
+
+        `desired(existing)`: the objects to apply, with the generated values of the `existing`
+        ones kept, and the generated paths to record."""
         task, cluster = self.task, self.cluster
         entries = self.record.by_key()
         if not entries or any(entry.observed is None for entry in entries.values()):
@@ -90,8 +93,11 @@ class SteadyState:
         if not drifted and not (task.wait and recheck):
             return True  # the no-op: nothing applied, nothing written
         final: dict[ObjectKey, KubeObject] = {}
+        record = self.record
         if drifted:
-            by_key = {obj.key: obj for obj in await desired()}
+            objects, generated = await desired({key for key in drifted if key in observed})
+            record = replace(record, generated=generated)
+            by_key = {obj.key: obj for obj in objects}
             if any(key not in by_key for key in drifted):
                 return False
             result = await apply_objects(
@@ -113,5 +119,5 @@ class SteadyState:
             inventory.Entry.of(final[key]) if key in final else entry.seen(observed.get(key))
             for key, entry in entries.items()
         ]
-        await inventory.write(cluster, replace(self.record, entries=updated))
+        await inventory.write(cluster, replace(record, entries=updated))
         return True

@@ -82,6 +82,10 @@ class Inventory:
     """Unix time of the last full apply (every object applied)."""
     ready: bool = False
     """The entries' state was observed after every object was ready."""
+    generated: str = ""
+    """The paths of generated values per object, as `core.generated.Generated` dumps them."""
+    regenerated: str = ""
+    """The regenerate token of the last run that applied generated values as rendered."""
 
     def by_key(self) -> dict[ObjectKey, Entry]:
         return {entry.key: entry for entry in self.entries}
@@ -107,6 +111,8 @@ def _configmap(inventory: Inventory) -> dict[str, Any]:
             "digest": inventory.digest,
             "fullAt": f"{inventory.full_at:.3f}",
             "ready": "true" if inventory.ready else "false",
+            "generated": inventory.generated,
+            "regenerated": inventory.regenerated,
             "objects": json.dumps(
                 [asdict(e) for _, e in sorted({e.key: e for e in inventory.entries}.items())],
                 separators=(",", ":"),
@@ -134,6 +140,8 @@ async def read(
         data.get("digest", ""),
         float(data.get("fullAt") or 0),
         data.get("ready") == "true",
+        data.get("generated", ""),
+        data.get("regenerated", ""),
     )
 
 

@@ -34,6 +34,9 @@ class ComponentConfig(_Model):
     url: str = Field(default="", alias="URL")
     version: str = ""
     configuration: tuple[ConfigEntry, ...] = ()
+    regenerate: str = ""
+    """Change it to apply the values the chart generates (certificates, passwords) as newly
+    rendered, once; otherwise the values on the cluster are kept."""
 
     def values(self) -> dict[str, Any]:
         return {entry.key: entry.value for entry in self.configuration}

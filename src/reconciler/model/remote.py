@@ -86,6 +86,9 @@ class RemoteTask(_Wire):
     def secret_values(self) -> list[Any]:
         return values_at(self.configuration, self.secret_keys)
 
+    regenerate: str = Field(default="", max_length=128)
+    """Regenerate token (see `Task.regenerate`)."""
+
     def to_task(self) -> Task:
         return Task(
             component=self.component,
@@ -102,6 +105,7 @@ class RemoteTask(_Wire):
             timeout=self.timeout,
             force=self.force,
             secret_keys=tuple(self.secret_keys),
+            regenerate=self.regenerate,
         )
 
     @classmethod
@@ -134,6 +138,7 @@ class RemoteTask(_Wire):
                 "callbackSecret": callback_secret,
                 "force": task.force,
                 "secretKeys": list(task.secret_keys),
+                "regenerate": task.regenerate,
             }
         )
 

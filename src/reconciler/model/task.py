@@ -51,6 +51,9 @@ class Task:
     """Render and apply every object even when the inputs did not change (no fast path)."""
     secret_keys: tuple[str, ...] = ()
     """Configuration keys whose values are secret: scrubbed from every error and log line."""
+    regenerate: str = ""
+    """A token: when it differs from the one the component last ran with, values the chart
+    generates (certificates, passwords) are applied as rendered instead of kept as they are."""
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,7 @@ class Planner:
             correlation_id=op.correlation_id,
             timeout=timeout,
             force=force,
+            regenerate=configured.regenerate,
         )
 
     def full_run(self, op: Operation) -> bool:
