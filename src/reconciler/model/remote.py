@@ -82,12 +82,11 @@ class RemoteTask(_Wire):
     secret_keys: list[str] = Field(default_factory=list, alias="secretKeys")
     """Keys of `configuration` whose values are secret: the service scrubs them from callbacks
     and logs (an addition of this implementation)."""
+    regenerate: str = Field(default="", max_length=128)
+    """Regenerate token (see `Task.regenerate`)."""
 
     def secret_values(self) -> list[Any]:
         return values_at(self.configuration, self.secret_keys)
-
-    regenerate: str = Field(default="", max_length=128)
-    """Regenerate token (see `Task.regenerate`)."""
 
     def to_task(self) -> Task:
         return Task(
