@@ -70,6 +70,7 @@ async def mothership(
         sweep_interval=0.5,
         bookkeeping_interval=0.5,
         orphan_timeout=3,
+        heartbeat_interval=0.5,  # below the orphan timeout, or a slow hand-over is orphaned
         retry_backoff=0.2,
         operation_timeout=60,
         **overrides,
