@@ -397,7 +397,8 @@ def test_the_examples_stay_small() -> None:
     files = [p for p in EXAMPLES.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     total = sum(p.stat().st_size for p in files)
 
-    assert total < 600 * KIB, f"examples/ holds {total} bytes"
+    # Two sets (kyma-like with its 334 KiB CRD, platform) and the actions package.
+    assert total < 1024 * KIB, f"examples/ holds {total} bytes"
 
 
 def test_chart_paths_are_the_original_kyma_layout() -> None:
