@@ -4,6 +4,8 @@ changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from reconciler.core.runner import ComponentReconciler, Outcome
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
+from reconciler.util.polling import poll_until
 from tests.charts.support import FIXTURE_CHARTS
 from tests.conftest import KubeTarget
 
@@ -32,7 +35,12 @@ def reconciler(tmp_path: Path) -> ComponentReconciler:
 
 
 async def reconcile(
-    reconciler: ComponentReconciler, cluster: Cluster, chart: str, namespace: str
+    reconciler: ComponentReconciler,
+    cluster: Cluster,
+    chart: str,
+    namespace: str,
+    *,
+    force: bool = False,
 ) -> Outcome:
     task = Task(
         component=chart,
@@ -40,6 +48,7 @@ async def reconcile(
         version="1.0.0",
         chart=str(FIXTURE_CHARTS / chart),
         timeout=30,
+        force=force,
     )
     return await reconciler.run(task, cluster)
 
@@ -136,3 +145,30 @@ async def test_duplicate_keys_in_keyed_lists_keep_the_last_entry_with_a_warning(
     again = await reconcile(reconciler, cluster, "duplicate-keys", namespace)
     assert again.ok, again.error
     assert again.changed == []
+
+
+async def test_static_manifests_with_unstored_zero_values_re_apply_unchanged(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    """controller-gen's `preserveUnknownFields: false`, `annotations: {}`, `binaryData: {}`...:
+    the apiserver does not store them, and applying them anyway rewrote the object whenever the
+    clock's second had moved since the last write."""
+    first = await reconcile(reconciler, cluster, "static-manifests", namespace)
+    assert first.ok, first.error
+    crd = await live(
+        cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "gizmos.static.example.io"
+    )
+    assert crd["spec"]["conversion"]["strategy"] == "Webhook"
+    assert crd["spec"]["versions"][1]["subresources"] == {"status": {}}  # a zero that is kept
+    written = time.time()
+    await poll_until(
+        lambda: asyncio.sleep(0, int(time.time()) > int(written)),
+        timeout=5,
+        what=lambda: "the clock's second to move",
+        interval=0.05,
+    )
+    for _ in range(2):
+        again = await reconcile(reconciler, cluster, "static-manifests", namespace, force=True)
+        assert again.ok, again.error
+        assert again.applied > 0
+        assert again.changed == []

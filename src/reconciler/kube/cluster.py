@@ -13,6 +13,7 @@ from reconciler.errors import ApplyError
 from reconciler.kube.client import FIELD_MANAGER, KubeApiError, KubeClient
 from reconciler.kube.discovery import ResourceInfo, RestMapper
 from reconciler.kube.kubeconfig import KubeconfigSource
+from reconciler.kube.zeros import UnstoredZeros
 from reconciler.model.kube_object import KubeObject
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -29,6 +30,7 @@ class Cluster:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
         self.mapper = RestMapper(client)
+        self.unstored_zeros = UnstoredZeros()
         self._version: str | None = None
 
     async def version(self) -> str:
@@ -76,6 +78,11 @@ class Cluster:
     ) -> KubeObject:
         """Server-side apply (forced), retrying transient failures with backoff."""
         target = _as_object(obj)
+        if not dry_run:  # zero values the apiserver drops would rewrite the object every time
+            target = await self.unstored_zeros.trim(
+                target,
+                lambda o: self.apply(o, dry_run=True, field_manager=field_manager, attempts=1),
+            )
         info = await self.info(target)
         params = {"fieldManager": field_manager, "force": "true"}
         if dry_run:
