@@ -18,7 +18,7 @@ def options_of(command: str) -> dict[str, tuple[str, ...]]:
 
 def test_deploy_and_delete_share_one_option_list() -> None:
     deploy, delete = options_of("deploy"), options_of("delete")
-    assert set(deploy) - set(delete) == {"wait", "force"}
+    assert set(deploy) - set(delete) == {"wait", "force", "regenerate"}
     assert {name: deploy[name] for name in delete} == delete
     assert set(options_of("diff")) < set(delete)
     assert set(options_of("template")) - set(delete) == {"kube_version", "api_versions"}
