@@ -14,6 +14,9 @@ from reconciler.remote.settings import ComponentSettings
 from tests.remote.support import running_service, settings, task_body
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n"
+DEEP: Any = "leaf"
+for _ in range(100):  # deeper than 64; past ~200 the JSON parser itself refuses
+    DEEP = {"nested": DEEP}
 
 
 def body(**changes: Any) -> dict[str, Any]:
@@ -36,6 +39,8 @@ def body(**changes: Any) -> dict[str, Any]:
         ({"timeout": "soon"}, "timeout"),
         ({"callbackURL": "ftp://mothership/cb"}, "callbackURL"),
         ({"kubeconfig": ""}, "kubeconfig"),
+        ({"kubeconfig": "just text"}, "kubeconfig"),
+        ({"configuration": {"deep": DEEP}}, "configuration"),
     ],
 )
 async def test_invalid_body_is_400_naming_the_field(

@@ -18,30 +18,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from reconciler.model.status import ClusterStatus
+from reconciler.model.values import MAX_VALUE_DEPTH, nesting_depth
 
 RUNTIME_ID = r"^[A-Za-z0-9][A-Za-z0-9._~-]*$"
 COMPONENT = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 NAMESPACE = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-MAX_VALUE_DEPTH = 64
-"""How deeply a configuration value may nest (Helm values rarely pass 10): deeper values are
-refused with 400 before anything else happens, instead of failing later in serialization."""
-
-
-def nesting_depth(value: Any) -> int:
-    """Levels of maps and lists in `value` (0 for a scalar); iterative, so any depth is safe."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        children = (
-            node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        )
-        if children is None:
-            continue
-        deepest = max(deepest, depth + 1)
-        if deepest > MAX_VALUE_DEPTH:
-            break
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 class _Input(BaseModel):

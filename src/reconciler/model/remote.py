@@ -13,11 +13,11 @@ import enum
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from reconciler.model.status import OperationState
 from reconciler.model.task import Task, TaskType
-from reconciler.model.values import values_at
+from reconciler.model.values import MAX_VALUE_DEPTH, nesting_depth, values_at
 
 CALLBACK_SECRET_HEADER = "X-Callback-Secret"
 """The header a component reconciler returns the task's `callbackSecret` in."""
@@ -84,6 +84,13 @@ class RemoteTask(_Wire):
     and logs (an addition of this implementation)."""
     regenerate: str = Field(default="", max_length=128)
     """Regenerate token (see `Task.regenerate`)."""
+
+    @field_validator("configuration")
+    @classmethod
+    def _bounded_depth(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if nesting_depth(value, MAX_VALUE_DEPTH + 1) > MAX_VALUE_DEPTH + 1:  # the map is one
+            raise ValueError(f"nested more than {MAX_VALUE_DEPTH} levels deep")
+        return value
 
     def secret_values(self) -> list[Any]:
         return values_at(self.configuration, self.secret_keys)

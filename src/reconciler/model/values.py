@@ -15,6 +15,29 @@ import yaml
 
 from reconciler.errors import ReconcilerError
 
+MAX_VALUE_DEPTH = 64
+"""How deeply a configuration value may nest (Helm values rarely pass 10): deeper values are
+refused with 400 where they enter (the API, `/v1/run`), instead of failing later in
+serialization."""
+
+
+def nesting_depth(value: Any, limit: int = MAX_VALUE_DEPTH) -> int:
+    """Levels of maps and lists in `value` (0 for a scalar), counted up to `limit + 1`;
+    iterative, so any depth is safe."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > limit:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
 
 class ValuesError(ReconcilerError):
     """A configuration override is malformed."""
