@@ -3,7 +3,9 @@
 Why: a control plane reconciles many small releases at once; the target is 1,000 releases in
 <= 60 s and <= 300 MiB peak RSS on 2 cores. This drives the Python API (`ComponentReconciler`)
 directly, so process start-up is not measured, with bounded concurrency and without waiting for
-readiness, then repeats the same N as a no-op pass. Besides wall time and objects per second it
+readiness, then repeats the same N as a no-op pass (one shared live index per pass, as one
+control-plane run over the cluster: target <= 3 s per 1,000 releases and <= 0.1 requests per
+release). Besides wall time and objects per second it
 prints where the time goes: CPU used by this process and by each of the cluster's servers (all on
 the same 2 cores), the summed render time, and the number and mean latency of API requests.
 A missed target prints MISS but exits 0. Results: benchmarks/results/fanout-<timestamp>.json.
@@ -31,6 +33,7 @@ from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.kubeconfig import load_kubeconfig
+from reconciler.kube.live import LiveIndex
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
 
@@ -40,6 +43,8 @@ TARGET_RELEASES = 1000
 TARGET_SECONDS = 60.0
 TARGET_RATE = TARGET_RELEASES / TARGET_SECONDS
 TARGET_RSS_MIB = 300.0
+TARGET_NOOP_RATE = TARGET_RELEASES / 3.0
+TARGET_NOOP_REQUESTS = 0.1
 PASSES = ("first", "no-op")
 HEADLESS = {"service": {"headless": True}}
 """The test bed's service range has 254 addresses: 1,000 ClusterIP Services would not fit."""
@@ -84,6 +89,9 @@ class TimedProvider:
             self.seconds += time.perf_counter() - started
             self.renders += 1
 
+    async def digest(self, task: Task, capabilities: Capabilities | None) -> str:
+        return await self.inner.digest(task, capabilities)
+
 
 @dataclass
 class Probe:
@@ -121,6 +129,7 @@ async def one_pass(
     label: str,
 ) -> dict[str, Any]:
     limit = asyncio.Semaphore(concurrency)
+    live = LiveIndex()  # one pass = one run on this cluster: one metadata LIST per kind
 
     async def release(i: int) -> Outcome:
         task = Task(
@@ -132,7 +141,7 @@ async def one_pass(
             wait=False,
         )
         async with limit:
-            return await reconciler.run(task, cluster)
+            return await reconciler.run(task, cluster, live=live)
 
     probe.start()
     meter = benchlib.CpuMeter(pids)
@@ -179,8 +188,15 @@ async def one_pass(
 
 
 def with_verdicts(row: dict[str, Any]) -> dict[str, Any]:
-    """Targets are stated for 1,000 releases; other N are judged by the same release rate."""
-    row["target_time"] = benchlib.verdict(row["releases_per_s"] >= TARGET_RATE)
+    """Targets are stated for 1,000 releases; other N are judged by the same release rate.
+    The no-op pass has its own: <= 3 s per 1,000 releases and <= 0.1 requests per release."""
+    if row["pass"] == "no-op":
+        row["target_time"] = benchlib.verdict(
+            row["releases_per_s"] >= TARGET_NOOP_RATE
+            and row["requests_total"] / row["n"] <= TARGET_NOOP_REQUESTS
+        )
+    else:
+        row["target_time"] = benchlib.verdict(row["releases_per_s"] >= TARGET_RATE)
     row["target_memory"] = benchlib.verdict(row["benchmark_peak_rss_mib"] <= TARGET_RSS_MIB)
     return row
 
