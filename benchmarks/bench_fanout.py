@@ -89,8 +89,8 @@ class TimedProvider:
             self.seconds += time.perf_counter() - started
             self.renders += 1
 
-    async def digest(self, task: Task, capabilities: Capabilities | None) -> str:
-        return await self.inner.digest(task, capabilities)
+    async def digest(self, task: Task, cluster: str) -> str:
+        return await self.inner.digest(task, cluster)
 
 
 @dataclass

@@ -28,8 +28,9 @@ class ChartProvider(Protocol):
         """The manifests of `task`'s component, rendered for a cluster with `capabilities`."""
         ...
 
-    async def digest(self, task: Task, capabilities: Capabilities | None) -> str:
-        """Changes whenever `render` may return something else ("" = unknown: always render)."""
+    async def digest(self, task: Task, cluster: str) -> str:
+        """Changes whenever `render` may return something else ("" = unknown: always render);
+        `cluster` is a fingerprint of the cluster's capabilities (`RestMapper.fingerprint`)."""
         ...
 
 
@@ -55,9 +56,9 @@ class HelmChartProvider:
         owned_elsewhere = chart_crd_names(chart_dir)
         return [obj for obj in objects if not (obj.is_crd and obj.name in owned_elsewhere)]
 
-    async def digest(self, task: Task, capabilities: Capabilities | None) -> str:
+    async def digest(self, task: Task, cluster: str) -> str:
         """Chart files (by path, size and mtime), values, task fields that reach the render or
-        the transform, the cluster's capabilities and this program's version."""
+        the transform, the cluster's capabilities (fingerprint) and this program's version."""
         if task.component == CRDS_COMPONENT:
             roots = [Workspace(Path(task.chart)).crds_dir] if task.chart else []
             sources = list(task.crd_sources)
@@ -74,8 +75,7 @@ class HelmChartProvider:
             task.profile,
             task.configuration,
             task.include_crds,
-            capabilities.kube_version if capabilities else None,
-            capabilities.api_versions if capabilities else None,
+            cluster,
         ]
         text = json.dumps(inputs, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()

@@ -124,8 +124,8 @@ class ComponentReconciler:
     ) -> None:
         task, cluster = ctx.task, ctx.kube
         await self._hook("pre_reconcile", ctx, phase)
-        capabilities = await self.capabilities(cluster)
-        digest = await self.charts.digest(task, capabilities)
+        fingerprint = f"{await cluster.version()}/{await cluster.mapper.fingerprint()}"
+        digest = await self.charts.digest(task, fingerprint)
         previous = await inventory.read(cluster, task.component, task.namespace, index)
         regenerate = bool(task.regenerate) and (
             previous is None or previous.regenerated != task.regenerate
@@ -138,7 +138,7 @@ class ComponentReconciler:
             record = previous
             steady = SteadyState(cluster, task, record, index)
             if await steady.check(
-                lambda existing: self._desired(ctx, capabilities, digest, phase, record, existing),
+                lambda existing: self._desired(ctx, digest, phase, record, existing),
                 outcome,
                 phase,
                 concurrency=self.concurrency,
@@ -146,13 +146,11 @@ class ComponentReconciler:
                 await self._hook("post_reconcile", ctx, phase)
                 return
         phase("render chart")
-        ctx.objects = await self.charts.render(task, capabilities)
+        ctx.objects = await self.charts.render(task, await self.capabilities(cluster))
         if not await self._hook("reconcile", ctx, phase):
             if digest and not self._has_actions(task.component):
                 self._rendered.put(digest, ctx.objects)
-            await self._apply(
-                ctx, outcome, phase, previous, digest, index, capabilities, regenerate
-            )
+            await self._apply(ctx, outcome, phase, previous, digest, index, regenerate)
         await self._hook("post_reconcile", ctx, phase)
 
     def _has_actions(self, component: str) -> bool:
@@ -172,7 +170,6 @@ class ComponentReconciler:
     async def _desired(
         self,
         ctx: ActionContext,
-        capabilities: Capabilities,
         digest: str,
         phase: Callable[[str], None],
         record: inventory.Inventory,
@@ -184,7 +181,7 @@ class ComponentReconciler:
         rendered = self._rendered.get(digest)
         if rendered is None:
             phase("render chart")
-            rendered = await self.charts.render(task, capabilities)
+            rendered = await self.charts.render(task, await self.capabilities(ctx.kube))
             self._rendered.put(digest, rendered)
         objects = await self._prepared(ctx, [*rendered, _namespace_object(task.namespace)])
         objects, generated = await keep_generated(
@@ -193,7 +190,7 @@ class ComponentReconciler:
             existing,
             Generated.load(record.generated),
             digest,
-            lambda: self._render_prepared(ctx, capabilities),
+            lambda: self._render_prepared(ctx),
         )
         return objects, generated.dump()
 
@@ -208,9 +205,8 @@ class ComponentReconciler:
         )
         return prepared
 
-    async def _render_prepared(
-        self, ctx: ActionContext, capabilities: Capabilities
-    ) -> list[KubeObject]:
+    async def _render_prepared(self, ctx: ActionContext) -> list[KubeObject]:
+        capabilities = await self.capabilities(ctx.kube)
         return await self._prepared(ctx, await self.charts.render(ctx.task, capabilities))
 
     async def _apply(
@@ -221,7 +217,6 @@ class ComponentReconciler:
         previous: inventory.Inventory | None,
         digest: str,
         index: LiveIndex,
-        capabilities: Capabilities,
         regenerate: bool,
     ) -> None:
         task, cluster = ctx.task, ctx.kube
@@ -259,7 +254,7 @@ class ComponentReconciler:
                 set(observed),
                 generated,
                 digest,
-                lambda: self._render_prepared(ctx, capabilities),
+                lambda: self._render_prepared(ctx),
             )
         result = await apply_objects(
             cluster,

@@ -22,6 +22,8 @@ from reconciler.kube.kubeconfig import KubeconfigSource, load_kubeconfig
 from reconciler.util.secrecy import excerpt
 
 FIELD_MANAGER = "reconciler"
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+"""Accept header of a LIST that returns only each item's metadata."""
 
 
 class KubeApiError(ReconcilerError):

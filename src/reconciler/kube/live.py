@@ -30,14 +30,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ApplyError
-from reconciler.kube.client import FIELD_MANAGER, KubeApiError
+from reconciler.kube.client import FIELD_MANAGER, METADATA_LIST, KubeApiError
 from reconciler.kube.transform import COMPONENT, MANAGED_BY, MANAGER
 from reconciler.model.kube_object import KubeObject, ObjectKey
 
 if TYPE_CHECKING:
     from reconciler.kube.cluster import Cluster
 
-METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 INVENTORY = "reconciler.kyma-project.io/inventory"
 """Label of the inventory records, so that one LIST finds all of them."""
 
