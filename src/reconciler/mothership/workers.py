@@ -4,8 +4,8 @@ Concurrency is bounded per instance (`workers`) and per cluster (`per_cluster`),
 oldest-first, so one big cluster cannot starve the others. While an operation runs, a heartbeat
 keeps it from being declared orphan; heartbeats and the final write ride out short database
 outages (retry with backoff until the orphan timeout), and a run whose operation is lost to this
-worker (unreachable past the orphan timeout, or orphaned) is stopped, so it never runs twice at
-once. A failure is retried with exponential backoff up to
+worker (the database unreachable past the orphan timeout) is stopped, so it does not run on
+beside its re-run. A failure is retried with exponential backoff up to
 `max_retries`, then it is an error. On shutdown, running operations are handed back as `orphan`
 so another instance (or this one, restarted) picks them up at once: never lost, never half-done
 without a record.
@@ -140,10 +140,12 @@ class WorkerPool:
 
     async def _heartbeat(
         self, key: tuple[str, str], bound: structlog.typing.FilteringBoundLogger
-    ) -> None:
-        """Keep the operation alive; return only when it is lost to this worker: the database
-        stayed unreachable past the orphan timeout, or the operation is no longer in progress
-        here (orphaned, taken over). The caller then stops the local run."""
+    ) -> bool:
+        """Keep the operation alive. Returns True when the local run must stop: the database
+        stayed unreachable past the orphan timeout, so the operation is (or is about to be)
+        orphaned and run again elsewhere. Returns False when heartbeats are no longer needed:
+        the operation left `in_progress` for this worker (a component reconciler reported on it
+        while it was being handed over, or it was orphaned); the final write then tells."""
         alive_at = time.monotonic()
         while True:
             await asyncio.sleep(self.settings.heartbeat_interval)
@@ -155,10 +157,10 @@ class WorkerPool:
                 )
             except Exception as exc:
                 bound.error("heartbeat lost past the orphan timeout", error=str(exc))
-                return
+                return True
             if not alive:
-                bound.error("operation is no longer in progress for this worker")
-                return
+                bound.debug("heartbeats end: the operation is no longer in progress here")
+                return False
             alive_at = time.monotonic()
 
     async def _invoke(
@@ -205,6 +207,8 @@ class WorkerPool:
         heartbeat = asyncio.create_task(self._heartbeat(op.key, bound))
         try:
             await asyncio.wait({work, heartbeat}, return_when=asyncio.FIRST_COMPLETED)
+            if not work.done() and not heartbeat.result():
+                await asyncio.wait({work})  # no heartbeat needed any more: let the run end
         finally:
             for task in (work, heartbeat):
                 task.cancel()
