@@ -13,10 +13,15 @@ from collections.abc import Sequence
 from reconciler.api import schemas as s
 from reconciler.api.durations import nanoseconds
 from reconciler.kube.kubeconfig import as_text
-from reconciler.model.cluster import ClusterSpec, ClusterState, ComponentConfig, KymaConfig
+from reconciler.model.cluster import (
+    ClusterSpec,
+    ClusterState,
+    ComponentConfig,
+    KymaConfig,
+    StatusChange,
+)
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.mothership.service import Failure
-from reconciler.store.inventory import StatusChange
 from reconciler.util.secrecy import REDACTED
 
 CONTRACT = 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -112,3 +113,24 @@ class ClusterState(_Model):
 
 def _digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Head:
+    """A cluster's latest versions and status (the inventory's projection), as the scheduler
+    and listings read it without loading the configuration."""
+
+    runtime_id: str
+    cluster_version: int
+    config_version: int
+    status: ClusterStatus
+    status_changed: dt.datetime
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """One entry of a cluster's status history, with how long the cluster stayed in it."""
+
+    status: ClusterStatus
+    started: dt.datetime
+    duration: dt.timedelta

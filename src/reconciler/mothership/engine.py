@@ -54,7 +54,37 @@ def _configured_invoker(name: str) -> InvokerFactory | None:
     return factory
 
 
+def build_invoker(
+    settings: Settings,
+    planner: Planner,
+    metrics: Metrics,
+    db: AsyncEngine,
+    factory: InvokerFactory | None = None,
+) -> Invoker:
+    """The invoker `settings.invoker` names (or `factory`, for tests and benchmarks)."""
+    factory = factory or _configured_invoker(settings.invoker)
+    if factory is not None:
+        return factory(planner)
+    if settings.invoker == "remote":
+        return RemoteInvoker(planner, settings, CallbackSecrets(db), metrics)
+    return InProcessInvoker(
+        planner,
+        ComponentReconciler(
+            HelmChartProvider(
+                ChartCache(settings.charts_cache, max_bytes=settings.charts_cache_max_bytes)
+            ),
+            ActionRegistry.from_entry_points(),
+            full_after=settings.full_reconcile_after,
+        ),
+        timeout=settings.operation_timeout,
+    )
+
+
 class Engine:
+    """One mothership instance, complete once constructed: every collaborator is built here, in
+    one place. `start` only does what needs the event loop and the database (migrations,
+    LISTEN, the loops); `stop` undoes it."""
+
     def __init__(
         self,
         settings: Settings,
@@ -64,55 +94,23 @@ class Engine:
         run_loops: bool = True,
     ) -> None:
         self.settings = settings
-        self._invoker_factory = invoker
-        self._worker = worker
         self._run_loops = run_loops
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self.db: AsyncEngine | None = None
-
-    async def start(self) -> Engine:
-        settings = self.settings
-        self.db = make_engine(settings.sqlalchemy_url(), pool_size=max(settings.workers, 5))
-        if settings.migrate_on_start:
-            await migrate(self.db)
+        self.db: AsyncEngine = make_engine(
+            settings.sqlalchemy_url(), pool_size=max(settings.workers, 5)
+        )
         cipher = Cipher.from_file(settings.key_file(), create=not settings.database_url)
         self.inventory = InventoryRepository(self.db, cipher)
         self.repo = ReconciliationRepository(self.db, self.inventory)
         self.notifier: Notifier = PostgresNotifier(self.db) if is_postgres(self.db) else Notifier()
-        await self.notifier.start()
         self.planner = Planner(settings)
         self.metrics = Metrics()
-        factory = self._invoker_factory or _configured_invoker(settings.invoker)
-        self.invoker: Invoker
-        if factory is not None:
-            self.invoker = factory(self.planner)
-        elif settings.invoker == "remote":
-            self.invoker = RemoteInvoker(
-                self.planner, settings, CallbackSecrets(self.db), self.metrics
-            )
-        else:
-            self.invoker = InProcessInvoker(
-                self.planner,
-                ComponentReconciler(
-                    HelmChartProvider(
-                        ChartCache(settings.charts_cache, max_bytes=settings.charts_cache_max_bytes)
-                    ),
-                    ActionRegistry.from_entry_points(),
-                    full_after=settings.full_reconcile_after,
-                ),
-                timeout=settings.operation_timeout,
-            )
+        self.invoker = build_invoker(settings, self.planner, self.metrics, self.db, invoker)
         self.service = MothershipService(self.inventory, self.repo, self.notifier)
         self.scheduler = Scheduler(settings, self.inventory, self.repo, self.planner, self.notifier)
         self.workers = WorkerPool(
-            settings,
-            self.repo,
-            self.inventory,
-            self.invoker,
-            self.notifier,
-            self._worker,
-            self.metrics,
+            settings, self.repo, self.inventory, self.invoker, self.notifier, worker, self.metrics
         )
         self.telemetry = MetricsRefresher(
             self.metrics,
@@ -124,6 +122,11 @@ class Engine:
         )
         self.bookkeeper = Bookkeeper(settings, self.repo, self.notifier)
         self.cleaner = Cleaner(settings, self.repo, self.inventory)
+
+    async def start(self) -> Engine:
+        if self.settings.migrate_on_start:
+            await migrate(self.db)
+        await self.notifier.start()
         if self._run_loops:
             loops: list[Callable[[asyncio.Event], Coroutine[Any, Any, None]]] = [
                 self.scheduler.run,
@@ -145,10 +148,8 @@ class Engine:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         await self.notifier.stop()
-        if isinstance(self.invoker, RemoteInvoker):
-            await self.invoker.aclose()
-        if self.db is not None:
-            await self.db.dispose()
+        await self.invoker.aclose()
+        await self.db.dispose()
 
     async def __aenter__(self) -> Engine:
         return await self.start()

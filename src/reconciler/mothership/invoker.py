@@ -39,6 +39,9 @@ class Invoker(Protocol):
         self, op: Operation, state: ClusterState, progress: Progress
     ) -> InvokeResult: ...
 
+    async def aclose(self) -> None:
+        """Release what the invoker holds (HTTP clients); the engine calls it when it stops."""
+
 
 class InProcessInvoker:
     """Runs the component reconciler core in this process."""
@@ -72,6 +75,9 @@ class InProcessInvoker:
             return InvokeResult(True, "")
         return InvokeResult(False, outcome.error, outcome.transient)
 
+    async def aclose(self) -> None:
+        """Nothing to release: each operation connects to its cluster and closes again."""
+
 
 class CallableInvoker:
     """Wraps `fn(op, state) -> InvokeResult` (benchmarks with a no-op reconciler, tests)."""
@@ -81,3 +87,6 @@ class CallableInvoker:
 
     async def invoke(self, op: Operation, state: ClusterState, progress: Progress) -> InvokeResult:
         return await self.fn(op, state)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

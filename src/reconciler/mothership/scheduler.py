@@ -18,12 +18,13 @@ import functools
 import structlog
 
 from reconciler.errors import ReconcilerError
+from reconciler.model.cluster import Head
 from reconciler.model.status import ClusterStatus, OperationType
 from reconciler.mothership.loops import each, run_every
 from reconciler.mothership.notifier import Channel, Notifier
 from reconciler.mothership.planner import Planner
 from reconciler.mothership.settings import Settings
-from reconciler.store.inventory import Head, InventoryRepository
+from reconciler.store.inventory import InventoryRepository
 from reconciler.store.reconciliations import ReconciliationRepository
 
 log = structlog.get_logger()

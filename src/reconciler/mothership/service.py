@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from reconciler.errors import ConflictError, ForbiddenError, NotFoundError
 from reconciler.kube import kubeconfig
-from reconciler.model.cluster import ClusterSpec, ClusterState
+from reconciler.model.cluster import ClusterSpec, ClusterState, Head, StatusChange
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.remote import CallbackMessage
 from reconciler.model.status import ClusterStatus, OperationState, StatusTransitionError
 from reconciler.mothership.notifier import Channel, Notifier
 from reconciler.store.callback_secrets import CallbackSecrets
-from reconciler.store.inventory import Head, InventoryRepository, StaleStatus, StatusChange
+from reconciler.store.inventory import InventoryRepository, StaleStatus
 from reconciler.store.reconciliations import ReconciliationRepository
 
 S = ClusterStatus

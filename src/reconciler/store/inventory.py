@@ -14,20 +14,27 @@ import contextlib
 import datetime as dt
 import json
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from reconciler.errors import ConflictError, NotFoundError
-from reconciler.model.cluster import ClusterSpec, ClusterState, KymaConfig, Metadata, RuntimeInput
+from reconciler.model.cluster import (
+    ClusterSpec,
+    ClusterState,
+    Head,
+    KymaConfig,
+    Metadata,
+    RuntimeInput,
+    StatusChange,
+)
 from reconciler.model.status import ClusterStatus, transition
 from reconciler.store.crypto import Cipher
 from reconciler.store.tables import cluster_configs, cluster_heads, cluster_statuses, clusters
-
-Clock = Callable[[], dt.datetime]
+from reconciler.util.clock import Clock, aware, utcnow
 
 
 class StaleStatus(ConflictError):
@@ -35,26 +42,6 @@ class StaleStatus(ConflictError):
 
 
 _ENCRYPTED = "$encrypted"
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-@dataclass(frozen=True)
-class StatusChange:
-    status: ClusterStatus
-    started: dt.datetime
-    duration: dt.timedelta
-
-
-@dataclass(frozen=True)
-class Head:
-    runtime_id: str
-    cluster_version: int
-    config_version: int
-    status: ClusterStatus
-    status_changed: dt.datetime
 
 
 def _kubeconfig_context(runtime_id: str) -> str:
@@ -65,10 +52,6 @@ def _kubeconfig_context(runtime_id: str) -> str:
 def _value_context(runtime_id: str, component: dict[str, Any], entry: dict[str, Any]) -> str:
     """Associated data binding a secret value to its cluster, component and key."""
     return f"cluster_configs.components:{runtime_id}/{component['component']}/{entry['key']}"
-
-
-def _aware(value: dt.datetime) -> dt.datetime:
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 class InventoryRepository:
@@ -302,7 +285,7 @@ class InventoryRepository:
             row["cluster_version"],
             row["config_version"],
             ClusterStatus(row["status"]),
-            _aware(row["status_changed"]),
+            aware(row["status_changed"]),
         )
 
     async def _cluster_fingerprint(self, conn: AsyncConnection, version: int | None) -> str | None:
@@ -408,7 +391,7 @@ class InventoryRepository:
                 ).first()
                 if row is not None:
                     head = replace(
-                        head, status=ClusterStatus(row.status), status_changed=_aware(row.created)
+                        head, status=ClusterStatus(row.status), status_changed=aware(row.created)
                     )
             return await self._state(conn, head, config_version)
 
@@ -433,7 +416,7 @@ class InventoryRepository:
                 r["cluster_version"],
                 r["config_version"],
                 ClusterStatus(r["status"]),
-                _aware(r["status_changed"]),
+                aware(r["status_changed"]),
             )
             for r in rows
         ]
@@ -453,7 +436,7 @@ class InventoryRepository:
         changes: list[StatusChange] = []
         until = self.clock()
         for status, created in rows:
-            started = _aware(created)
+            started = aware(created)
             if started < cutoff:
                 break
             changes.append(StatusChange(ClusterStatus(status), started, until - started))

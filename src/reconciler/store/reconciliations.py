@@ -1,10 +1,10 @@
-"""Reconciliations and their operations: creation, claiming, state changes, finishing, purging.
+"""Reconciliations and their operations: creation, claiming, state changes, finishing.
 
 At most one active reconciliation per cluster: `reconciliations.lock` holds the runtime id while
 active and has a unique index. Operations are claimed with compare-and-set (`UPDATE ... WHERE
 state = <seen>`), after `SELECT ... FOR UPDATE SKIP LOCKED` on PostgreSQL so concurrent engines
 do not even contend; only operations of the lowest unfinished priority of their reconciliation
-are claimable. Final states never change.
+are claimable. Final states never change. Reads and purging: `reconciliation_queries.py`.
 """
 
 from __future__ import annotations
@@ -16,68 +16,32 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from reconciler.errors import ConflictError, NotFoundError
+from reconciler.errors import ConflictError
 from reconciler.model.operation import Operation, PlannedOperation, Reconciliation
 from reconciler.model.status import CLAIMABLE, ClusterStatus, OperationState, OperationType
-from reconciler.store.inventory import (
-    Clock,
-    InventoryRepository,
-    StaleStatus,
-    _aware,
-    utcnow,
+from reconciler.store.inventory import InventoryRepository, StaleStatus
+from reconciler.store.reconciliation_queries import (
+    ReconciliationQueries,
+    operation_from_row,
+    reconciliation_from_row,
 )
 from reconciler.store.tables import operations, reconciliations
+from reconciler.util.clock import Clock, utcnow
 
 FINAL = [s.value for s in OperationState if s.final]
 
 
-def _operation(row: Any) -> Operation:
-    return Operation(
-        scheduling_id=row["scheduling_id"],
-        correlation_id=row["correlation_id"],
-        runtime_id=row["runtime_id"],
-        config_version=row["config_version"],
-        priority=row["priority"],
-        component=row["component"],
-        namespace=row["namespace"],
-        type=OperationType(row["type"]),
-        state=OperationState(row["state"]),
-        reason=row["reason"],
-        retries=row["retries"],
-        transient=row["transient"],
-        worker=row["worker"],
-        created=_aware(row["created"]),
-        updated=_aware(row["updated"]),
-    )
+class ReconciliationRepository(ReconciliationQueries):
+    """Creates reconciliations, claims operations and moves them (and the cluster) along; the
+    reads it inherits from `ReconciliationQueries`."""
 
-
-def _reconciliation(row: Any) -> Reconciliation:
-    return Reconciliation(
-        scheduling_id=row["scheduling_id"],
-        runtime_id=row["runtime_id"],
-        cluster_version=row["cluster_version"],
-        config_version=row["config_version"],
-        type=OperationType(row["type"]),
-        status=ClusterStatus(row["status"]),
-        active=row["lock"] is not None,
-        created=_aware(row["created"]),
-        updated=_aware(row["updated"]),
-    )
-
-
-class ReconciliationRepository:
     def __init__(
         self, engine: AsyncEngine, inventory: InventoryRepository, clock: Clock = utcnow
     ) -> None:
-        self.engine = engine
+        super().__init__(engine, clock)
         self.inventory = inventory
-        self.clock = clock
-
-    @property
-    def postgres(self) -> bool:
-        return self.engine.dialect.name == "postgresql"
 
     async def create(
         self,
@@ -217,7 +181,7 @@ class ReconciliationRepository:
             won = {tuple(row) for row in taken.all()}
         # `updated` stays the time of the last state change: the worker reports the queue wait
         return [
-            _operation({**row, "state": OperationState.IN_PROGRESS.value, "worker": worker})
+            operation_from_row({**row, "state": OperationState.IN_PROGRESS.value, "worker": worker})
             for row in chosen
             if (row["scheduling_id"], row["correlation_id"]) in won
         ]
@@ -330,22 +294,9 @@ class ReconciliationRepository:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(query)).mappings().all()
             return [
-                (_reconciliation(r), await self._operations(conn, r["scheduling_id"])) for r in rows
+                (reconciliation_from_row(r), await self._operations(conn, r["scheduling_id"]))
+                for r in rows
             ]
-
-    async def _operations(self, conn: AsyncConnection, scheduling_id: str) -> list[Operation]:
-        rows = (
-            (
-                await conn.execute(
-                    sa.select(operations)
-                    .where(operations.c.scheduling_id == scheduling_id)
-                    .order_by(operations.c.priority, operations.c.component)
-                )
-            )
-            .mappings()
-            .all()
-        )
-        return [_operation(r) for r in rows]
 
     async def cancel_blocked(self, scheduling_id: str, reason: str) -> None:
         """Operations that can never run (an earlier group failed) end as `error`."""
@@ -382,55 +333,6 @@ class ReconciliationRepository:
             await self.inventory.set_status(reconciliation.runtime_id, status, conn=conn)
             return status
 
-    async def get(self, scheduling_id: str) -> tuple[Reconciliation, list[Operation]]:
-        async with self.engine.connect() as conn:
-            row = (
-                (
-                    await conn.execute(
-                        sa.select(reconciliations).where(
-                            reconciliations.c.scheduling_id == scheduling_id
-                        )
-                    )
-                )
-                .mappings()
-                .first()
-            )
-            if row is None:
-                raise NotFoundError(f"reconciliation {scheduling_id} not found")
-            return _reconciliation(row), await self._operations(conn, scheduling_id)
-
-    async def operation(self, scheduling_id: str, correlation_id: str) -> Operation:
-        async with self.engine.connect() as conn:
-            row = (
-                (
-                    await conn.execute(
-                        sa.select(operations)
-                        .where(operations.c.scheduling_id == scheduling_id)
-                        .where(operations.c.correlation_id == correlation_id)
-                    )
-                )
-                .mappings()
-                .first()
-            )
-        if row is None:
-            raise NotFoundError(f"operation {correlation_id} of {scheduling_id} not found")
-        return _operation(row)
-
-    async def find_by_correlation(self, correlation_id: str) -> Operation:
-        async with self.engine.connect() as conn:
-            row = (
-                (
-                    await conn.execute(
-                        sa.select(operations).where(operations.c.correlation_id == correlation_id)
-                    )
-                )
-                .mappings()
-                .first()
-            )
-        if row is None:
-            raise NotFoundError(f"operation {correlation_id} not found")
-        return _operation(row)
-
     async def stop(self, scheduling_id: str, correlation_id: str, reason: str) -> None:
         """Stop an operation that has not started; ConflictError for any other state."""
         op = await self.operation(scheduling_id, correlation_id)
@@ -444,99 +346,3 @@ class ReconciliationRepository:
             raise ConflictError(
                 f"operation {correlation_id} is {op.state}, only a new operation can be stopped"
             )
-
-    async def list(
-        self,
-        *,
-        runtime_ids: Sequence[str] = (),
-        statuses: Sequence[str] = (),
-        before: dt.datetime | None = None,
-        after: dt.datetime | None = None,
-        last: int | None = None,
-        limit: int = 1000,
-    ) -> list[Reconciliation]:
-        query = sa.select(reconciliations)
-        if runtime_ids:
-            query = query.where(reconciliations.c.runtime_id.in_(list(runtime_ids)))
-        if statuses:
-            query = query.where(reconciliations.c.status.in_(list(statuses)))
-        if before is not None:
-            query = query.where(reconciliations.c.created < before)
-        if after is not None:
-            query = query.where(reconciliations.c.created > after)
-        query = query.order_by(reconciliations.c.created.desc()).limit(last or limit)
-        async with self.engine.connect() as conn:
-            rows = (await conn.execute(query)).mappings().all()
-        return [_reconciliation(r) for r in rows]
-
-    async def latest_for(self, runtime_id: str) -> Reconciliation | None:
-        found = await self.list(runtime_ids=[runtime_id], last=1)
-        return found[0] if found else None
-
-    async def delete_for_cluster(self, runtime_id: str) -> int:
-        """Remove the finished reconciliations of a cluster (active ones are kept)."""
-        async with self.engine.begin() as conn:
-            ids = sa.select(reconciliations.c.scheduling_id).where(
-                reconciliations.c.runtime_id == runtime_id, reconciliations.c.lock.is_(None)
-            )
-            await conn.execute(operations.delete().where(operations.c.scheduling_id.in_(ids)))
-            result = await conn.execute(
-                reconciliations.delete()
-                .where(reconciliations.c.runtime_id == runtime_id)
-                .where(reconciliations.c.lock.is_(None))
-            )
-            return int(result.rowcount)
-
-    async def purge(self, older_than: dt.timedelta, keep_latest: int) -> int:
-        """Delete finished reconciliations older than `older_than`, keeping the newest
-        `keep_latest` of each cluster."""
-        cutoff = self.clock() - older_than
-        ranked = (
-            sa.select(
-                reconciliations.c.scheduling_id,
-                sa.func.row_number()
-                .over(
-                    partition_by=reconciliations.c.runtime_id,
-                    order_by=reconciliations.c.created.desc(),
-                )
-                .label("rank"),
-            )
-            .where(reconciliations.c.lock.is_(None))
-            .subquery()
-        )
-        doomed = (
-            sa.select(ranked.c.scheduling_id).where(ranked.c.rank > keep_latest).scalar_subquery()
-        )
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                operations.delete()
-                .where(operations.c.scheduling_id.in_(doomed))
-                .where(operations.c.created < cutoff)
-            )
-            result = await conn.execute(
-                reconciliations.delete()
-                .where(reconciliations.c.scheduling_id.in_(doomed))
-                .where(reconciliations.c.created < cutoff)
-            )
-            return int(result.rowcount)
-
-    async def active_count(self) -> int:
-        async with self.engine.connect() as conn:
-            count = await conn.execute(
-                sa.select(sa.func.count()).where(reconciliations.c.lock.is_not(None))
-            )
-            return int(count.scalar_one())
-
-    async def counts(self) -> tuple[dict[str, int], int]:
-        """(operations by state, active reconciliations)."""
-        async with self.engine.connect() as conn:
-            rows = await conn.execute(
-                sa.select(operations.c.state, sa.func.count()).group_by(operations.c.state)
-            )
-            by_state = {str(state): int(count) for state, count in rows.all()}
-            active = (
-                await conn.execute(
-                    sa.select(sa.func.count()).where(reconciliations.c.lock.is_not(None))
-                )
-            ).scalar_one()
-        return by_state, int(active)
