@@ -25,7 +25,7 @@ from tests.examples.platform import (
     render,
     render_text,
 )
-from tests.examples.sample import BUILTIN_KINDS_1_20
+from tests.examples.sample import BUILTIN_KINDS_1_20, run_helm
 
 KB = 1024
 # Built-in kinds the set uses beyond the kyma-like sample's, all served by Kubernetes 1.20.
@@ -67,6 +67,15 @@ def test_components_yaml_lists_every_chart_with_prerequisites_and_dependencies()
         "mesh",
     ]
     assert any(spec.depends_on for spec in components.components)
+
+
+@pytest.mark.parametrize("chart", chart_names())
+def test_helm_lint_passes_strictly(workspace: Path, chart: str) -> None:
+    done = run_helm(
+        "lint", "--strict", str(workspace / "resources" / chart), "--kube-version", "1.20.2"
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_big_crds_are_generated_identically_and_exceed_300_kb(tmp_path: Path) -> None:
