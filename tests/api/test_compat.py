@@ -211,3 +211,33 @@ async def test_status_url_of_an_older_configuration_reports_that_versions_own_st
         assert [f["component"] for f in new["failures"]] == ["serverless"]
         current = (await api.client.get("/v1/clusters/rt-own/status")).json()
         assert current == new
+
+
+async def test_reposting_during_a_run_makes_another_run_follow_it(
+    tmp_path: Path, tokens: Tokens
+) -> None:
+    gate = Gate("istio")
+    settings = ApiSettings(tokens_file=tokens.path)
+    async with running_api(
+        tmp_path, settings, invoker=gate.factory, headers=tokens.header(Role.ADMIN)
+    ) as api:
+        body = cluster_body("rt-during")
+        await api.client.post("/v1/clusters", json=body)
+
+        async def entered() -> bool:
+            return gate.entered.is_set()
+
+        await poll_until(entered, timeout=30, what="istio to be running")
+        reposted = (await api.client.post("/v1/clusters", json=body)).json()
+        assert reposted["status"] == "reconcile_pending"
+        gate.release.set()
+        await _wait_status(api, "rt-during", "ready")
+
+        async def two_runs() -> list[dict[str, object]] | None:
+            runs: list[dict[str, object]] = (
+                await api.client.get("/v1/reconciliations?runtimeID=rt-during")
+            ).json()
+            return runs if len(runs) == 2 and all(r["finished"] for r in runs) else None
+
+        runs = await poll_until(two_runs, timeout=30, what="a second run after the re-post")
+        assert [r["status"] for r in runs] == ["ready", "ready"]

@@ -23,10 +23,11 @@ from reconciler.store.reconciliations import ReconciliationRepository
 
 S = ClusterStatus
 USER_STATUSES = {S.RECONCILE_DISABLED, S.READY, S.RECONCILE_PENDING}
-RERUN_ON_REPOST = {S.READY, S.ERROR, S.RECONCILE_ERROR_RETRYABLE}
-"""Statuses an identical upsert moves to `reconcile_pending` (the broker re-posts a cluster to
-retry it after an error, as the original wrote `reconcile_pending` on every upsert). A pending or
-running cluster is already being handled; a disabled one stays disabled."""
+RERUN_ON_REPOST = {S.READY, S.ERROR, S.RECONCILE_ERROR_RETRYABLE, S.RECONCILING}
+"""Statuses an identical upsert moves to `reconcile_pending`, as the original wrote
+`reconcile_pending` on every upsert (the broker re-posts a cluster to retry it). During a run the
+request is newer than the run's outcome: another run follows it. A pending cluster already waits
+for one; a disabled one stays disabled; one being deleted is not re-created by a re-post."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,8 @@ class MothershipService:
         self.callback_secrets = CallbackSecrets(repo.engine)
 
     async def upsert_cluster(self, spec: ClusterSpec) -> ClusterState:
-        """Store the cluster; a changed one, or an identical one that is idle (ready or failed),
-        becomes `reconcile_pending`."""
+        """Store the cluster; a changed one, or an identical one that is ready, failed or
+        running, becomes `reconcile_pending`."""
         state, changed = await self.inventory.upsert(spec)
         if not changed and state.status in RERUN_ON_REPOST:
             try:
