@@ -4,6 +4,7 @@ work in progress (raw in the reconciliation list), failures listed, JSON without
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -78,20 +79,23 @@ async def test_disabled_cluster_stays_disabled_when_the_broker_upserts_it(api: A
     assert enabled.json()["status"] == "ready"
 
 
+def _gated(tmp_path: Path, tokens: Tokens, gate: Gate) -> AbstractAsyncContextManager[Api]:
+    """An admin client of an API whose engine holds `gate`'s component until released."""
+    return running_api(
+        tmp_path,
+        ApiSettings(tokens_file=tokens.path),
+        invoker=gate.factory,
+        headers=tokens.header(Role.ADMIN),
+    )
+
+
 async def test_cluster_disabled_during_a_run_stays_disabled_after_it(
     tmp_path: Path, tokens: Tokens
 ) -> None:
     gate = Gate("istio")
-    settings = ApiSettings(tokens_file=tokens.path)
-    async with running_api(
-        tmp_path, settings, invoker=gate.factory, headers=tokens.header(Role.ADMIN)
-    ) as api:
+    async with _gated(tmp_path, tokens, gate) as api:
         await api.client.post("/v1/clusters", json=cluster_body("rt-race"))
-
-        async def entered() -> bool:
-            return gate.entered.is_set()
-
-        await poll_until(entered, timeout=30, what="istio to be running")
+        await asyncio.wait_for(gate.entered.wait(), timeout=30)
         await api.client.put("/v1/clusters/rt-race/status", json={"status": "reconcile_disabled"})
         gate.release.set()
 
@@ -217,17 +221,10 @@ async def test_reposting_during_a_run_makes_another_run_follow_it(
     tmp_path: Path, tokens: Tokens
 ) -> None:
     gate = Gate("istio")
-    settings = ApiSettings(tokens_file=tokens.path)
-    async with running_api(
-        tmp_path, settings, invoker=gate.factory, headers=tokens.header(Role.ADMIN)
-    ) as api:
+    async with _gated(tmp_path, tokens, gate) as api:
         body = cluster_body("rt-during")
         await api.client.post("/v1/clusters", json=body)
-
-        async def entered() -> bool:
-            return gate.entered.is_set()
-
-        await poll_until(entered, timeout=30, what="istio to be running")
+        await asyncio.wait_for(gate.entered.wait(), timeout=30)
         reposted = (await api.client.post("/v1/clusters", json=body)).json()
         assert reposted["status"] == "reconcile_pending"
         gate.release.set()
