@@ -2,11 +2,12 @@
 
 Sets the reconciler's labels, fixes the namespace according to the kind's scope, fills in the
 port protocol the API defaults (Kubernetes 1.20 rejects an apply whose list element omits a key
-field), drops `null` values (they mean "remove" to server-side apply) and does not claim fields
-another controller owns by design (`rules` of aggregated ClusterRoles). Duplicate entries in
-lists server-side apply keys by field (`env` by name, ports, volumes, volumeMounts) make it refuse
-the whole object; the last entry is kept, as the container runtime and kubectl's client-side
-apply do. Each change that alters what the chart said is reported as a warning.
+field) and the defaults inside lists applied as a whole (webhook rule `scope`), drops `null`
+values (they mean "remove" to server-side apply) and does not claim fields another controller
+owns by design (`rules` of aggregated ClusterRoles). Duplicate entries in lists server-side
+apply keys by field (`env` by name, ports, volumes, volumeMounts) make it refuse the whole
+object; the last entry is kept, as the container runtime and kubectl's client-side apply do.
+Each change that alters what the chart said is reported as a warning.
 """
 
 from __future__ import annotations
@@ -123,6 +124,26 @@ def _dedupe_pod_specs(node: Any, path: str) -> list[str]:
     return warnings
 
 
+def _default_in_atomic_lists(group: str, kind: str, raw: dict[str, Any]) -> None:
+    """Fill in what the apiserver defaults inside lists server-side apply replaces as a whole
+    (webhook `rules[].scope`, NetworkPolicy ports' `protocol`): left out, the applied list
+    differs from the stored, defaulted one and every apply rewrites the object."""
+    if group == "admissionregistration.k8s.io" and kind.endswith("WebhookConfiguration"):
+        for webhook in _dicts(raw.get("webhooks")):
+            for rule in _dicts(webhook.get("rules")):
+                rule.setdefault("scope", "*")
+    elif group == "networking.k8s.io" and kind == "NetworkPolicy":
+        spec: dict[str, Any] = raw["spec"] if isinstance(raw.get("spec"), dict) else {}
+        for direction in ("ingress", "egress"):
+            for rule in _dicts(spec.get(direction)):
+                for port in _dicts(rule.get("ports")):
+                    port.setdefault("protocol", "TCP")
+
+
+def _dicts(items: Any) -> list[dict[str, Any]]:
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
 def prepare(
     obj: KubeObject, *, namespace: str, namespaced: bool, version: str, component: str
 ) -> tuple[KubeObject, list[str]]:
@@ -153,6 +174,7 @@ def prepare(
     if prepared.kind == "Service":
         _default_protocols(raw.get("spec", {}), in_service_spec=True)
     _default_protocols(raw.get("spec", {}))
+    _default_in_atomic_lists(prepared.group, prepared.kind, raw)
     warnings += _dedupe_pod_specs(raw.get("spec", {}), "spec")
     if prepared.kind == "Service" and prepared.group == "" and isinstance(raw.get("spec"), dict):
         warnings += _keep_last(raw["spec"], _SERVICE_KEYED, "spec")
