@@ -4,7 +4,8 @@
 row only when the Kyma configuration changed, and a status row for every status change; the
 `cluster_heads` projection is updated in the same transaction. Nothing is ever overwritten, so
 every earlier version stays readable and a running reconciliation keeps exactly the config
-version it started with. Kubeconfigs and `secret` configuration values are stored encrypted.
+version it started with. Kubeconfigs and `secret` configuration values are stored encrypted
+(`sealing.py`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import json
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -29,10 +28,11 @@ from reconciler.model.cluster import (
     KymaConfig,
     Metadata,
     RuntimeInput,
-    StatusChange,
 )
 from reconciler.model.status import ClusterStatus, transition
 from reconciler.store.crypto import Cipher
+from reconciler.store.inventory_history import InventoryHistory
+from reconciler.store.sealing import Sealer
 from reconciler.store.tables import cluster_configs, cluster_heads, cluster_statuses, clusters
 from reconciler.util.clock import Clock, aware, utcnow
 
@@ -41,23 +41,14 @@ class StaleStatus(ConflictError):
     """The cluster's status changed since the caller read it."""
 
 
-_ENCRYPTED = "$encrypted"
+class InventoryRepository(InventoryHistory):
+    """Writes cluster versions and statuses and reads the current state; the history and its
+    retention it inherits from `InventoryHistory`."""
 
-
-def _kubeconfig_context(runtime_id: str) -> str:
-    """Associated data binding a kubeconfig ciphertext to its cluster (see store/crypto.py)."""
-    return f"clusters.kubeconfig:{runtime_id}"
-
-
-def _value_context(runtime_id: str, component: dict[str, Any], entry: dict[str, Any]) -> str:
-    """Associated data binding a secret value to its cluster, component and key."""
-    return f"cluster_configs.components:{runtime_id}/{component['component']}/{entry['key']}"
-
-
-class InventoryRepository:
     def __init__(self, engine: AsyncEngine, cipher: Cipher, clock: Clock = utcnow) -> None:
-        self.engine = engine
+        super().__init__(engine, clock)
         self.cipher = cipher
+        self.sealer = Sealer(cipher)
         self.clock = clock
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -210,9 +201,7 @@ class InventoryRepository:
                 runtime_name=spec.runtime_input.name,
                 runtime_description=spec.runtime_input.description,
                 metadata=spec.metadata.model_dump(mode="json", by_alias=True),
-                kubeconfig=self.cipher.encrypt(
-                    spec.kubeconfig.encode(), _kubeconfig_context(spec.runtime_id)
-                ),
+                kubeconfig=self.sealer.seal_kubeconfig(spec.runtime_id, spec.kubeconfig),
                 fingerprint=fingerprint,
                 deleted=False,
                 created=now,
@@ -236,39 +225,13 @@ class InventoryRepository:
                 kyma_version=kyma.version,
                 kyma_profile=kyma.profile,
                 administrators=list(kyma.administrators),
-                components=self._seal_components(spec.runtime_id, kyma),
+                components=self.sealer.seal_components(spec.runtime_id, kyma),
                 fingerprint=fingerprint,
                 deleted=False,
                 created=now,
             )
         )
         return int(result.inserted_primary_key[0])  # type: ignore[index]
-
-    def _seal_components(self, runtime_id: str, kyma: KymaConfig) -> list[dict[str, Any]]:
-        sealed = []
-        for component in kyma.model_dump(mode="json", by_alias=True)["components"]:
-            for entry in component.get("configuration", []):
-                if entry.get("secret"):
-                    context = _value_context(runtime_id, component, entry)
-                    entry["value"] = {
-                        _ENCRYPTED: self.cipher.encrypt_text(json.dumps(entry["value"]), context)
-                    }
-            sealed.append(component)
-        return sealed
-
-    def _open_components(
-        self, runtime_id: str, sealed: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        opened = json.loads(json.dumps(sealed))
-        for component in opened:
-            for entry in component.get("configuration", []):
-                value = entry.get("value")
-                if entry.get("secret") and isinstance(value, dict) and _ENCRYPTED in value:
-                    context = _value_context(runtime_id, component, entry)
-                    entry["value"] = json.loads(
-                        self.cipher.decrypt_text(value[_ENCRYPTED], context)
-                    )
-        return list(opened)
 
     # ---------------------------------------------------------------- reading
     async def _head(
@@ -334,15 +297,15 @@ class InventoryRepository:
                 name=cluster_row["runtime_name"], description=cluster_row["runtime_description"]
             ),
             metadata=Metadata.model_validate(cluster_row["metadata"]),
-            kubeconfig=self.cipher.decrypt(
-                cluster_row["kubeconfig"], _kubeconfig_context(head.runtime_id)
-            ).decode(),
+            kubeconfig=self.sealer.open_kubeconfig(head.runtime_id, cluster_row["kubeconfig"]),
             kyma_config=KymaConfig.model_validate(
                 {
                     "version": config_row["kyma_version"],
                     "profile": config_row["kyma_profile"],
                     "administrators": config_row["administrators"],
-                    "components": self._open_components(head.runtime_id, config_row["components"]),
+                    "components": self.sealer.open_components(
+                        head.runtime_id, config_row["components"]
+                    ),
                 }
             ),
         )
@@ -420,67 +383,6 @@ class InventoryRepository:
             )
             for r in rows
         ]
-
-    async def status_changes(self, runtime_id: str, since: dt.timedelta) -> list[StatusChange]:
-        """Newest first; each with how long the cluster stayed in that status."""
-        cutoff = self.clock() - since
-        query = (
-            sa.select(cluster_statuses.c.status, cluster_statuses.c.created)
-            .where(cluster_statuses.c.runtime_id == runtime_id)
-            .order_by(cluster_statuses.c.id.desc())
-        )
-        async with self.engine.connect() as conn:
-            if await self._head(conn, runtime_id) is None:
-                raise NotFoundError(f"cluster {runtime_id} not found")
-            rows = (await conn.execute(query)).all()
-        changes: list[StatusChange] = []
-        until = self.clock()
-        for status, created in rows:
-            started = aware(created)
-            if started < cutoff:
-                break
-            changes.append(StatusChange(ClusterStatus(status), started, until - started))
-            until = started
-        return changes
-
-    async def history(self, runtime_id: str) -> dict[str, int]:
-        """How many versions of each kind the inventory keeps for the cluster."""
-        async with self.engine.connect() as conn:
-            counts = {}
-            for name, table in (
-                ("clusters", clusters),
-                ("configs", cluster_configs),
-                ("statuses", cluster_statuses),
-            ):
-                counts[name] = (
-                    await conn.execute(
-                        sa.select(sa.func.count()).where(table.c.runtime_id == runtime_id)
-                    )
-                ).scalar_one()
-        return counts
-
-    async def purge_statuses(self, older_than: dt.timedelta, keep_latest: int) -> int:
-        """Delete status rows older than `older_than` beyond the newest `keep_latest` per
-        cluster; the row a head points at is always kept."""
-        cutoff = self.clock() - older_than
-        ranked = sa.select(
-            cluster_statuses.c.id,
-            sa.func.row_number()
-            .over(
-                partition_by=cluster_statuses.c.runtime_id,
-                order_by=cluster_statuses.c.id.desc(),
-            )
-            .label("rank"),
-        ).subquery()
-        doomed = sa.select(ranked.c.id).where(ranked.c.rank > keep_latest).scalar_subquery()
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                cluster_statuses.delete()
-                .where(cluster_statuses.c.id.in_(doomed))
-                .where(cluster_statuses.c.created < cutoff)
-                .where(cluster_statuses.c.id.not_in(sa.select(cluster_heads.c.status_id)))
-            )
-            return int(result.rowcount)
 
     async def statuses(self) -> list[tuple[str, str]]:
         """(runtime_id, status) of every cluster that is not deleted."""

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from reconciler.errors import NotFoundError
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.status import ClusterStatus, OperationState, OperationType
+from reconciler.store.retention import beyond_newest
 from reconciler.store.tables import operations, reconciliations
 from reconciler.util.clock import Clock, aware, utcnow
 
@@ -173,21 +174,12 @@ class ReconciliationQueries:
         """Delete finished reconciliations older than `older_than`, keeping the newest
         `keep_latest` of each cluster."""
         cutoff = self.clock() - older_than
-        ranked = (
-            sa.select(
-                reconciliations.c.scheduling_id,
-                sa.func.row_number()
-                .over(
-                    partition_by=reconciliations.c.runtime_id,
-                    order_by=reconciliations.c.created.desc(),
-                )
-                .label("rank"),
-            )
-            .where(reconciliations.c.lock.is_(None))
-            .subquery()
-        )
-        doomed = (
-            sa.select(ranked.c.scheduling_id).where(ranked.c.rank > keep_latest).scalar_subquery()
+        doomed = beyond_newest(
+            reconciliations.c.scheduling_id,
+            reconciliations.c.runtime_id,
+            reconciliations.c.created.desc(),
+            keep_latest,
+            reconciliations.c.lock.is_(None),
         )
         async with self.engine.begin() as conn:
             await conn.execute(
