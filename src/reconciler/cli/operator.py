@@ -1,0 +1,89 @@
+"""`reconciler operator`: install the lifecycle-manager CRDs, run the operator."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+
+from reconciler.charts.sources import ChartCache
+from reconciler.errors import ReconcilerError
+from reconciler.kube.cluster import Cluster
+from reconciler.observability.logging import configure_logging
+from reconciler.operator.crds import all_crds
+from reconciler.operator.install import install_crds
+from reconciler.operator.runtime import Operator
+from reconciler.operator.settings import OperatorSettings
+from reconciler.paths import cache_dir
+
+app = typer.Typer(help="Operator mode: Kyma, ModuleTemplate, ModuleReleaseMeta, Manifest.")
+
+Kubeconfig = Annotated[
+    Path | None,
+    typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig of the control plane."),
+]
+
+
+@app.callback()
+def _group() -> None:
+    """Operator mode: Kyma, ModuleTemplate, ModuleReleaseMeta, Manifest."""
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(1)
+
+
+@app.command("install-crds")
+def install_crds_command(
+    kubeconfig: Kubeconfig = None,
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the CRDs as YAML instead of installing them.")
+    ] = False,
+) -> None:
+    """Install the CRDs (or print them with --print)."""
+    if print_only:
+        typer.echo(yaml.safe_dump_all(all_crds(), sort_keys=False), nl=False)
+        return
+
+    async def install() -> list[str]:
+        async with await Cluster.connect(kubeconfig) as cluster:
+            return await install_crds(cluster)
+
+    try:
+        names = asyncio.run(install())
+    except ReconcilerError as exc:
+        raise _fail(str(exc)) from None
+    for name in names:
+        typer.echo(f"installed {name}")
+
+
+@app.command()
+def run(
+    kubeconfig: Kubeconfig = None,
+    namespace: Annotated[
+        str | None, typer.Option(help="Watch only this namespace (default: all).")
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+) -> None:
+    """Reconcile Kymas and Manifests until SIGTERM/SIGINT. Settings: RECONCILER_OPERATOR_*."""
+    configure_logging(level=log_level.upper())
+    settings = OperatorSettings()
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        async with await Cluster.connect(kubeconfig) as cluster:
+            operator = Operator(cluster, ChartCache(cache_dir() / "charts"), settings)
+            await operator.run(kubeconfig, namespace=namespace, stop=stop)
+
+    try:
+        asyncio.run(main())
+    except ReconcilerError as exc:
+        raise _fail(str(exc)) from None

@@ -1,0 +1,247 @@
+"""The Manifest controller: one module on one target cluster, installed by the component core.
+
+Reconcile: target cluster (local or the Kyma's remote one) -> the core (render, apply, prune
+what the previous version applied and this one does not, the no-op fast path when nothing
+changed) -> the module's default custom resource when the policy is `CreateAndDelete` ->
+readiness of its workloads -> `status.state` and `status.synced`.
+Delete (finalizer `declarative.kyma-project.io/finalizer`): the default custom resource first,
+then wait until no custom resource of the module's CRDs is left (the status names the ones that
+block), then the module, then the finalizer. A Manifest marked unmanaged leaves the module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from reconciler.core.runner import ComponentReconciler
+from reconciler.errors import ClusterUnreachable, ReconcilerError
+from reconciler.kube import inventory
+from reconciler.kube.client import KubeApiError
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.readiness import WATCHED_KINDS, readiness
+from reconciler.model.kube_object import KubeObject
+from reconciler.model.task import Task, TaskType
+from reconciler.observability.logging import get_logger
+from reconciler.operator.control import Body, ControlPlane
+from reconciler.operator.resources import (
+    FIELD_MANAGER,
+    KYMA_NAME,
+    MANIFEST_FINALIZER,
+    SKIP_RECONCILIATION,
+    UNMANAGED,
+    CustomResourcePolicy,
+    ManifestSpec,
+    State,
+    SyncedObject,
+)
+from reconciler.operator.settings import OperatorSettings
+from reconciler.operator.status import Backoff, last_operation
+from reconciler.operator.targets import TargetClusters, TargetError
+
+MAX_NAMED = 5
+
+
+class ManifestController:
+    def __init__(
+        self,
+        control: ControlPlane,
+        targets: TargetClusters,
+        core: ComponentReconciler,
+        settings: OperatorSettings,
+    ) -> None:
+        self.control = control
+        self.targets = targets
+        self.core = core
+        self.settings = settings
+        self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
+
+    async def handle(self, namespace: str, name: str) -> float | None:
+        body = await self.control.get("Manifest", namespace, name)
+        if body is None:
+            self.backoff.forget((namespace, name))
+            return None
+        meta = body["metadata"]
+        if meta.get("labels", {}).get(SKIP_RECONCILIATION) == "true":
+            return None
+        log = get_logger(
+            manifest=name, namespace=namespace, kyma=meta.get("labels", {}).get(KYMA_NAME)
+        )
+        try:
+            spec = ManifestSpec.model_validate(body.get("spec") or {})
+        except ValidationError as exc:
+            problem = exc.errors(include_input=False)[0]
+            where = ".".join(str(p) for p in problem["loc"])
+            return await self._report(body, State.ERROR, f"invalid spec.{where}: {problem['msg']}")
+        try:
+            if meta.get("deletionTimestamp"):
+                return await self._delete(body, spec)
+            await self.control.set_finalizer(body, MANIFEST_FINALIZER, True)
+            return await self._reconcile(body, spec)
+        except (ReconcilerError, KubeApiError) as exc:
+            log.warning("manifest failed", error=str(exc))
+            if isinstance(exc, ClusterUnreachable) or getattr(exc, "status", 0) in (401, 403):
+                await self._evict(body)
+            state = State.DELETING if meta.get("deletionTimestamp") else State.ERROR
+            return await self._report(body, state, str(exc), error=True)
+
+    async def _evict(self, body: Body) -> None:
+        meta = body["metadata"]
+        await self.targets.evict(meta["namespace"], meta.get("labels", {}).get(KYMA_NAME, ""))
+
+    async def _target(self, body: Body, spec: ManifestSpec) -> Cluster:
+        meta = body["metadata"]
+        kyma = meta.get("labels", {}).get(KYMA_NAME, "")
+        if spec.remote and not kyma:
+            raise TargetError(f"a remote Manifest needs the label {KYMA_NAME}")
+        return await self.targets.get(meta["namespace"], kyma, remote=spec.remote)
+
+    def _task(self, body: Body, spec: ManifestSpec, task_type: TaskType) -> Task:
+        url = spec.install.source.get("url") or spec.install.source.get("repo")
+        if not url:
+            raise TargetError("spec.install.source has no `url`")
+        return Task(
+            component=body["metadata"]["name"],
+            namespace=self.settings.module_namespace,
+            version=spec.version or "0.0.0",
+            chart=str(url),
+            type=task_type,
+            wait=False,
+            timeout=self.settings.timeout,
+        )
+
+    async def _reconcile(self, body: Body, spec: ManifestSpec) -> float | None:
+        cluster = await self._target(body, spec)
+        task = self._task(body, spec, TaskType.RECONCILE)
+        outcome = await self.core.run(task, cluster)
+        if outcome.error:
+            if outcome.transient:
+                await self._evict(body)
+            return await self._report(body, State.ERROR, outcome.error, error=True)
+        record = await inventory.read(cluster, task.component, task.namespace)
+        entries = record.entries if record else []
+        watched = [e.as_object() for e in entries if e.kind in WATCHED_KINDS]
+        crds = [obj for obj in watched if obj.is_crd]
+        waiting = await self._not_ready(cluster, crds)
+        if not waiting:  # the default resource needs its CRD served
+            if spec.resource and spec.custom_resource_policy != CustomResourcePolicy.IGNORE:
+                await cluster.apply(self._default_resource(spec), field_manager=FIELD_MANAGER)
+            waiting = await self._not_ready(cluster, [o for o in watched if not o.is_crd])
+        synced = [
+            SyncedObject(
+                group=e.as_object().group or None,
+                version=e.as_object().version,
+                kind=e.kind,
+                namespace=e.namespace or None,
+                name=e.name,
+            ).dump()
+            for e in entries
+        ]
+        if waiting:
+            return await self._report(body, State.PROCESSING, f"waiting: {waiting}", synced=synced)
+        state = State.WARNING if outcome.warnings else State.READY
+        message = (
+            "; ".join(outcome.warnings[:MAX_NAMED]) if outcome.warnings else "installation is ready"
+        )
+        return await self._report(body, state, message, synced=synced)
+
+    def _default_resource(self, spec: ManifestSpec) -> dict[str, Any]:
+        resource = dict(spec.resource or {})
+        meta = dict(resource.get("metadata") or {})
+        meta.setdefault("namespace", self.settings.module_namespace)
+        resource["metadata"] = meta
+        return resource
+
+    async def _not_ready(self, cluster: Cluster, objects: list[KubeObject]) -> str:
+        reasons = []
+        for obj in objects:
+            live = await cluster.get(obj)
+            if live is None:
+                reasons.append(f"{obj}: does not exist")
+                continue
+            state = readiness(live)
+            if not state.ready:
+                reasons.append(state.reason)
+        return "; ".join(reasons[:MAX_NAMED])
+
+    async def _delete(self, body: Body, spec: ManifestSpec) -> float | None:
+        meta = body["metadata"]
+        if MANIFEST_FINALIZER not in (meta.get("finalizers") or []):
+            return None
+        if meta.get("labels", {}).get(UNMANAGED) != "true":
+            cluster = await self._target(body, spec)
+            if spec.resource and spec.custom_resource_policy != CustomResourcePolicy.IGNORE:
+                await cluster.delete(self._default_resource(spec))
+            blocking = await self._custom_resources_left(cluster, body)
+            if blocking:
+                return await self._report(
+                    body,
+                    State.DELETING,
+                    f"waiting for the module's custom resources to be deleted: {blocking}",
+                    busy=True,
+                )
+            outcome = await self.core.run(self._task(body, spec, TaskType.DELETE), cluster)
+            if outcome.error:
+                return await self._report(body, State.DELETING, outcome.error, error=True)
+        await self.control.set_finalizer(body, MANIFEST_FINALIZER, False)
+        self.backoff.forget((meta["namespace"], meta["name"]))
+        return None
+
+    async def _custom_resources_left(self, cluster: Cluster, body: Body) -> str:
+        """The custom resources of the module's own CRDs that still exist (named, capped)."""
+        left: list[str] = []
+        for item in (body.get("status") or {}).get("synced") or []:
+            if item.get("kind") != "CustomResourceDefinition":
+                continue
+            crd = await cluster.get(
+                {
+                    "apiVersion": "apiextensions.k8s.io/v1",
+                    "kind": "CustomResourceDefinition",
+                    "metadata": {"name": item["name"]},
+                }
+            )
+            if crd is None:
+                continue
+            group = crd.raw["spec"]["group"]
+            kind = crd.raw["spec"]["names"]["kind"]
+            served = [v["name"] for v in crd.raw["spec"]["versions"] if v.get("served")]
+            if not served:
+                continue
+            info = await cluster.mapper.resolve(f"{group}/{served[0]}", kind)
+            for obj in await cluster.list(info):
+                where = f"{obj.namespace}/{obj.name}" if obj.namespace else obj.name
+                left.append(f"{kind} {where}")
+        more = f" (and {len(left) - MAX_NAMED} more)" if len(left) > MAX_NAMED else ""
+        return ", ".join(left[:MAX_NAMED]) + more
+
+    async def _report(
+        self,
+        body: Body,
+        state: State,
+        message: str,
+        *,
+        synced: list[dict[str, Any]] | None = None,
+        error: bool = False,
+        busy: bool = False,
+    ) -> float:
+        previous = body.get("status") or {}
+        status: dict[str, Any] = {
+            "state": str(state),
+            "lastOperation": last_operation(previous, message),
+        }
+        kept = synced if synced is not None else previous.get("synced")
+        if kept is not None:
+            status["synced"] = kept
+        if previous.get("conditions"):
+            status["conditions"] = previous["conditions"]
+        await self.control.set_status(body, status)
+        key = (body["metadata"]["namespace"], body["metadata"]["name"])
+        if error:
+            return self.backoff.next(key)
+        self.backoff.forget(key)
+        if busy or state is State.PROCESSING or state is State.DELETING:
+            return self.settings.busy_interval
+        if state is State.WARNING:
+            return self.settings.warning_interval
+        return self.settings.success_interval

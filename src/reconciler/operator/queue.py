@@ -1,0 +1,95 @@
+"""A work queue keyed by object: each key is handled by one worker at a time, a key added while
+it is being handled runs once more afterwards, and a key added twice waits for the earlier time.
+
+This is the controller-runtime model (level-triggered: the handler reads the object fresh and
+returns when to look again), which keeps kopf to what it does well here: watching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import time
+from collections.abc import Awaitable, Callable, Hashable
+
+from reconciler.observability.logging import get_logger
+
+Handler = Callable[[Hashable], Awaitable[float | None]]
+"""Handle one key; return seconds until it should be handled again (None: only on events)."""
+
+
+class WorkQueue:
+    def __init__(self, handler: Handler, *, workers: int = 8, error_delay: float = 5.0) -> None:
+        self.handler = handler
+        self.workers = workers
+        self.error_delay = error_delay
+        self._heap: list[tuple[float, int, Hashable]] = []
+        self._due: dict[Hashable, float] = {}
+        self._active: set[Hashable] = set()
+        self._dirty: set[Hashable] = set()
+        self._seq = itertools.count()
+        self._wake = asyncio.Event()
+        self._log = get_logger(part="operator-queue")
+
+    def __len__(self) -> int:
+        return len(self._due)
+
+    def add(self, key: Hashable, delay: float = 0.0) -> None:
+        due = time.monotonic() + max(delay, 0.0)
+        if key in self._active and delay <= 0:
+            self._dirty.add(key)
+            return
+        if self._due.get(key, float("inf")) <= due:
+            return
+        self._due[key] = due
+        heapq.heappush(self._heap, (due, next(self._seq), key))
+        self._wake.set()
+
+    async def _next(self) -> Hashable:
+        while True:
+            if not self._heap:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            due, _, key = self._heap[0]
+            if self._due.get(key) != due:
+                heapq.heappop(self._heap)  # superseded by an earlier time
+                continue
+            wait = due - time.monotonic()
+            if wait > 0:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                continue
+            heapq.heappop(self._heap)
+            del self._due[key]
+            if key in self._active:
+                self._dirty.add(key)
+                continue
+            self._active.add(key)
+            return key
+
+    async def _work(self) -> None:
+        while True:
+            key = await self._next()
+            delay: float | None
+            try:
+                delay = await self.handler(key)
+            except Exception:
+                self._log.exception("handler failed", key=str(key))
+                delay = self.error_delay
+            finally:
+                self._active.discard(key)
+            if key in self._dirty:
+                self._dirty.discard(key)
+                self.add(key)
+            if delay is not None:
+                self.add(key, delay)
+
+    async def run(self) -> None:
+        """Work until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for _ in range(self.workers):
+                group.create_task(self._work())

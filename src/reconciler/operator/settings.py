@@ -1,0 +1,22 @@
+"""How often the controllers look again, and where modules go: the lifecycle manager's defaults."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class OperatorSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RECONCILER_OPERATOR_", frozen=True)
+
+    success_interval: float = Field(default=300.0, gt=0)
+    """Seconds until a Ready resource is checked again (drift, the fast path of the core)."""
+    busy_interval: float = Field(default=5.0, gt=0)
+    warning_interval: float = Field(default=30.0, gt=0)
+    error_interval: float = Field(default=2.0, gt=0)
+    """First retry after an error; doubled per failure up to `error_max_interval`."""
+    error_max_interval: float = Field(default=30.0, gt=0)
+    module_namespace: str = "kyma-system"
+    """Namespace of a module's namespaced objects that name none (and of its inventory)."""
+    timeout: float = Field(default=300.0, gt=0)
+    workers: int = Field(default=8, ge=1)

@@ -1,0 +1,51 @@
+"""Status helpers both controllers share: exponential backoff per object, `lastOperation`, and
+the state order a Kyma aggregates its modules by."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+from reconciler.operator.resources import State
+
+PRECEDENCE = (State.ERROR, State.WARNING, State.PROCESSING, State.DELETING)
+
+
+class Backoff:
+    """`base`, doubled per consecutive failure of one key, capped at `cap`."""
+
+    def __init__(self, base: float, cap: float) -> None:
+        self.base = base
+        self.cap = cap
+        self._failures: dict[Hashable, int] = {}
+
+    def next(self, key: Hashable) -> float:
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        return float(min(self.base * 2**failures, self.cap))
+
+    def forget(self, key: Hashable) -> None:
+        self._failures.pop(key, None)
+
+
+def last_operation(previous: dict[str, Any], message: str) -> dict[str, str]:
+    """`lastOperation` with the time of the last *change* of the message: re-reporting the same
+    outcome writes nothing (and so wakes no watcher)."""
+    before = previous.get("lastOperation") or {}
+    if before.get("operation") == message and before.get("lastUpdateTime"):
+        return {"operation": message, "lastUpdateTime": str(before["lastUpdateTime"])}
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"operation": message, "lastUpdateTime": stamp}
+
+
+def aggregate(states: Iterable[str]) -> State:
+    """Error > Warning > Processing > Deleting > Ready (Unmanaged modules do not count)."""
+    present = {State(s) if s in State._value2member_map_ else State.PROCESSING for s in states}
+    present.discard(State.UNMANAGED)
+    for state in PRECEDENCE:
+        if state in present:
+            return state
+    if State.EMPTY in present:
+        return State.PROCESSING
+    return State.READY

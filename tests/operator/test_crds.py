@@ -1,0 +1,105 @@
+"""The generated CRDs: compatible with the lifecycle manager's, served by Kubernetes 1.20."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reconciler.kube.cluster import Cluster
+from reconciler.operator.crds import all_crds
+from reconciler.operator.install import install_crds
+from reconciler.operator.resources import API_VERSION, VERSION
+from tests.conftest import KubeTarget
+
+REFERENCE = Path("/work/shared/reference/crds/lifecycle-manager")
+
+
+def _version(crd: dict[str, Any]) -> dict[str, Any]:
+    return next(v for v in crd["spec"]["versions"] if v["name"] == VERSION)
+
+
+def _differences(ours: dict[str, Any], theirs: dict[str, Any], path: str) -> list[str]:
+    """Every field of ours must exist in theirs with the same type (recursively)."""
+    problems = []
+    if ours.get("type") != theirs.get("type"):
+        problems.append(f"{path}: type {ours.get('type')} != reference {theirs.get('type')}")
+        return problems
+    if ours.get("x-kubernetes-preserve-unknown-fields") != theirs.get(
+        "x-kubernetes-preserve-unknown-fields"
+    ):
+        problems.append(f"{path}: preserve-unknown-fields differs from the reference")
+    if set(ours.get("enum") or []) - set(theirs.get("enum") or ours.get("enum") or []):
+        problems.append(f"{path}: enum {ours['enum']} not within {theirs.get('enum')}")
+    for name, sub in (ours.get("properties") or {}).items():
+        if name not in (theirs.get("properties") or {}):
+            problems.append(f"{path}.{name}: not in the reference")
+            continue
+        problems += _differences(sub, theirs["properties"][name], f"{path}.{name}")
+    if "items" in ours:
+        problems += _differences(ours["items"], theirs.get("items") or {}, f"{path}[]")
+    return problems
+
+
+@pytest.mark.parametrize("crd", all_crds(), ids=lambda crd: crd["spec"]["names"]["kind"])
+def test_every_supported_field_exists_in_the_reference_with_the_same_type(
+    crd: dict[str, Any],
+) -> None:
+    reference = yaml.safe_load(
+        (REFERENCE / f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml").read_text()
+    )
+    assert reference["metadata"]["name"] == crd["metadata"]["name"]
+    assert reference["spec"]["scope"] == crd["spec"]["scope"]
+    ours, theirs = _version(crd), _version(reference)
+    assert (
+        _differences(ours["schema"]["openAPIV3Schema"], theirs["schema"]["openAPIV3Schema"], "root")
+        == []
+    )
+    assert (ours.get("subresources") or {}) == (theirs.get("subresources") or {})
+    assert [c["jsonPath"] for c in ours["additionalPrinterColumns"]] == [
+        c["jsonPath"] for c in theirs.get("additionalPrinterColumns", [])
+    ]
+
+
+def test_every_reference_spec_field_is_supported() -> None:
+    """Nothing of an existing resource's spec is pruned by our CRDs (top two levels)."""
+    for crd in all_crds():
+        name = f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"
+        theirs = _version(yaml.safe_load((REFERENCE / name).read_text()))
+        ours = _version(crd)
+        spec_theirs = theirs["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        spec_ours = ours["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        assert sorted(spec_theirs) == sorted(spec_ours), name
+
+
+async def test_crds_install_on_kubernetes_1_20_and_keep_fields_and_status(
+    kube_cluster: KubeTarget, namespace: str
+) -> None:
+    async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
+        names = await install_crds(cluster)
+        assert "kymas.operator.kyma-project.io" in names
+        assert await install_crds(cluster) == names  # idempotent
+        kyma = await cluster.apply(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "Kyma",
+                "metadata": {"name": "k1", "namespace": namespace},
+                "spec": {
+                    "channel": "regular",
+                    "modules": [{"name": "m", "managed": True, "customResourcePolicy": "Ignore"}],
+                },
+            }
+        )
+        assert kyma.raw["spec"]["modules"][0]["customResourcePolicy"] == "Ignore"
+        info = await cluster.info(kyma)
+        await cluster.client.request(
+            "PATCH",
+            info.path(namespace, "k1") + "/status",
+            body={"status": {"state": "Ready", "activeChannel": "regular"}},
+            content_type="application/merge-patch+json",
+        )
+        live = await cluster.get(kyma)
+        assert live is not None
+        assert live.raw["status"] == {"state": "Ready", "activeChannel": "regular"}
