@@ -98,10 +98,13 @@ def resolve(
             )
     spec = _template_spec(template)
     name = template["metadata"]["name"]
-    found = [r for r in spec.resources or [] if r.name in SOURCE_KINDS]
+    found = [r for r in spec.resources or [] if r.name == "chart"]
     if not found:
+        raw = any(r.name == "rawManifest" for r in spec.resources or [])
         raise CatalogError(
-            f"ModuleTemplate {name}: spec.resources names no `chart` or `rawManifest` link"
+            f"ModuleTemplate {name}: `rawManifest` sources are not supported yet, use a `chart`"
+            if raw
+            else f"ModuleTemplate {name}: spec.resources has no `chart` link"
         )
     if not spec.version:
         raise CatalogError(f"ModuleTemplate {name}: spec.version is empty")

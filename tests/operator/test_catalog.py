@@ -1,0 +1,75 @@
+"""Catalog resolution: channel -> version -> template, and what each failure says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from reconciler.operator.catalog import CatalogError, resolve, version_key
+from reconciler.operator.resources import Module
+from tests.operator.modules import release_meta, template
+
+NS = "kcp-system"
+CHART = Path("/charts/alpha")
+
+
+def test_release_meta_maps_the_modules_own_channel_before_the_kymas() -> None:
+    metas = [release_meta(NS, "alpha", {"regular": "1.0.0", "fast": "1.1.0"})]
+    templates = [template(NS, "alpha", "1.0.0", CHART), template(NS, "alpha", "1.1.0", CHART)]
+    assert resolve(Module(name="alpha"), "regular", metas, templates).version == "1.0.0"
+    fast = resolve(Module(name="alpha", channel="fast"), "regular", metas, templates)
+    assert (fast.version, fast.template, fast.link) == ("1.1.0", "alpha-1.1.0", str(CHART))
+    assert fast.resource is not None
+    assert fast.resource["kind"] == "Alpha"
+
+
+def test_without_release_meta_the_template_on_the_channel_is_used() -> None:
+    legacy = template(NS, "alpha", "2.0.0", CHART)
+    legacy["spec"]["channel"] = "regular"
+    assert resolve(Module(name="alpha"), "regular", [], [legacy]).version == "2.0.0"
+
+
+@pytest.mark.parametrize(
+    ("metas", "templates", "message"),
+    [
+        ([], [], "module alpha: no ModuleReleaseMeta and no ModuleTemplate on channel regular"),
+        (
+            [release_meta(NS, "alpha", {"fast": "1.1.0"})],
+            [],
+            "module alpha has no version on channel regular (ModuleReleaseMeta alpha lists: fast)",
+        ),
+        (
+            [release_meta(NS, "alpha", {"regular": "1.0.0"})],
+            [],
+            "no ModuleTemplate for module alpha version 1.0.0",
+        ),
+    ],
+)
+def test_missing_catalog_entries_are_named(
+    metas: list[dict[str, object]], templates: list[dict[str, object]], message: str
+) -> None:
+    with pytest.raises(CatalogError, match=re.escape(message)):
+        resolve(Module(name="alpha"), "regular", metas, templates)  # type: ignore[arg-type]
+
+
+def test_a_template_without_a_chart_is_refused_with_its_name() -> None:
+    broken = template(NS, "alpha", "1.0.0", CHART)
+    broken["spec"]["resources"] = [{"name": "rawManifest", "link": "https://x/m.yaml"}]
+    metas = [release_meta(NS, "alpha", {"regular": "1.0.0"})]
+    with pytest.raises(
+        CatalogError, match=re.escape("ModuleTemplate alpha-1.0.0: `rawManifest` sources")
+    ):
+        resolve(Module(name="alpha"), "regular", metas, [broken])
+    broken["spec"]["resources"] = []
+    with pytest.raises(
+        CatalogError, match=re.escape("alpha-1.0.0: spec.resources has no `chart` link")
+    ):
+        resolve(Module(name="alpha"), "regular", metas, [broken])
+
+
+def test_versions_order_numerically_and_releases_after_prereleases() -> None:
+    assert version_key("1.10.0") > version_key("1.9.0")
+    assert version_key("v2.0.0") > version_key("2.0.0-rc.1")
+    assert version_key("1.0.0") == version_key("v1.0.0")

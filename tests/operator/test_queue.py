@@ -1,0 +1,57 @@
+"""The work queue: one worker per key, a key changed while handled runs again, requeues."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable
+
+from reconciler.operator.queue import WorkQueue
+from reconciler.util.polling import poll_until
+
+
+async def test_a_key_added_while_it_is_handled_runs_once_more_and_never_concurrently() -> None:
+    running: set[Hashable] = set()
+    calls: list[Hashable] = []
+    overlap: list[Hashable] = []
+    release = asyncio.Event()
+
+    async def handler(key: Hashable) -> float | None:
+        if key in running:
+            overlap.append(key)
+        running.add(key)
+        calls.append(key)
+        if len(calls) == 1:
+            await release.wait()
+        running.discard(key)
+        return None
+
+    queue = WorkQueue(handler, workers=4)
+    worker = asyncio.create_task(queue.run())
+    queue.add("a")
+    await poll_until(lambda: asyncio.sleep(0, calls == ["a"]), timeout=5, what="first call")
+    queue.add("a")
+    queue.add("a")
+    release.set()
+    await poll_until(lambda: asyncio.sleep(0, len(calls) == 2), timeout=5, what="second call")
+    worker.cancel()
+    await asyncio.gather(worker, return_exceptions=True)
+    assert calls == ["a", "a"]
+    assert overlap == []
+
+
+async def test_the_returned_delay_requeues_and_a_failure_retries() -> None:
+    calls: list[Hashable] = []
+
+    async def handler(key: Hashable) -> float | None:
+        calls.append(key)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        return 0.01 if len(calls) < 4 else None
+
+    queue = WorkQueue(handler, workers=1, error_delay=0.01)
+    worker = asyncio.create_task(queue.run())
+    queue.add("k")
+    await poll_until(lambda: asyncio.sleep(0, len(calls) == 4), timeout=5, what="four calls")
+    worker.cancel()
+    await asyncio.gather(worker, return_exceptions=True)
+    assert len(queue) == 0
