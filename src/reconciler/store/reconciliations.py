@@ -122,12 +122,13 @@ class ReconciliationRepository(ReconciliationQueries):
         left out of the candidates, so they leave room for the others too."""
         now = self.clock()
         busy = operations.alias("busy")
-        at_limit = (
-            sa.select(busy.c.runtime_id)
+        running = (
+            sa.select(busy.c.runtime_id, sa.func.count().label("running"))
             .where(busy.c.state == OperationState.IN_PROGRESS.value)
             .group_by(busy.c.runtime_id)
-            .having(sa.func.count() >= per_cluster)
+            .subquery()
         )
+        in_progress = sa.func.coalesce(running.c.running, 0)
         other = operations.alias("other")
         lowest_open = (
             sa.select(sa.func.min(other.c.priority))
@@ -136,11 +137,12 @@ class ReconciliationRepository(ReconciliationQueries):
             .scalar_subquery()
         )
         query = (
-            sa.select(operations)
+            sa.select(operations, in_progress.label("in_progress"))
+            .outerjoin(running, running.c.runtime_id == operations.c.runtime_id)
             .where(operations.c.state.in_([s.value for s in CLAIMABLE]))
             .where(operations.c.not_before <= now)
             .where(operations.c.priority == lowest_open)
-            .where(operations.c.runtime_id.not_in(at_limit))
+            .where(in_progress < per_cluster)
             .order_by(operations.c.updated)
             .limit(limit * 3)
         )
@@ -150,16 +152,7 @@ class ReconciliationRepository(ReconciliationQueries):
             query = query.with_for_update(skip_locked=True, of=operations)
         async with self.engine.begin() as conn:
             rows = (await conn.execute(query)).mappings().all()
-            candidates = {row["runtime_id"] for row in rows}
-            per_runtime: dict[str, int] = {}
-            if candidates:
-                running = await conn.execute(
-                    sa.select(operations.c.runtime_id, sa.func.count())
-                    .where(operations.c.state == OperationState.IN_PROGRESS.value)
-                    .where(operations.c.runtime_id.in_(candidates))
-                    .group_by(operations.c.runtime_id)
-                )
-                per_runtime = {runtime_id: int(count) for runtime_id, count in running.all()}
+            per_runtime = {row["runtime_id"]: int(row["in_progress"]) for row in rows}
             chosen: list[Any] = []
             for row in rows:
                 if len(chosen) >= limit:
