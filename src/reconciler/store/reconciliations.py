@@ -32,6 +32,25 @@ from reconciler.util.clock import Clock, utcnow
 
 FINAL = [s.value for s in OperationState if s.final]
 
+# Parts of the claim query, built once: constructing aliases costs more CPU than the claim's SQL.
+_BUSY = operations.alias("busy")
+_RUNNING = (
+    sa.select(_BUSY.c.runtime_id, sa.func.count().label("running"))
+    .where(_BUSY.c.state == OperationState.IN_PROGRESS.value)
+    .group_by(_BUSY.c.runtime_id)
+    .subquery("running")
+)
+_in_progress = sa.func.coalesce(_RUNNING.c.running, 0)
+"""Operations of the row's cluster in progress right now (any worker, any instance)."""
+_OTHER = operations.alias("other")
+_LOWEST_OPEN = (
+    sa.select(sa.func.min(_OTHER.c.priority))
+    .where(_OTHER.c.scheduling_id == operations.c.scheduling_id)
+    .where(_OTHER.c.state != OperationState.DONE.value)
+    .scalar_subquery()
+)
+"""The lowest priority of the row's reconciliation that is not done: only it is claimable."""
+
 
 class ReconciliationRepository(ReconciliationQueries):
     """Creates reconciliations, claims operations and moves them (and the cluster) along; the
@@ -121,28 +140,13 @@ class ReconciliationRepository(ReconciliationQueries):
         running (any worker, any instance) and not only this batch: clusters at the limit are
         left out of the candidates, so they leave room for the others too."""
         now = self.clock()
-        busy = operations.alias("busy")
-        running = (
-            sa.select(busy.c.runtime_id, sa.func.count().label("running"))
-            .where(busy.c.state == OperationState.IN_PROGRESS.value)
-            .group_by(busy.c.runtime_id)
-            .subquery()
-        )
-        in_progress = sa.func.coalesce(running.c.running, 0)
-        other = operations.alias("other")
-        lowest_open = (
-            sa.select(sa.func.min(other.c.priority))
-            .where(other.c.scheduling_id == operations.c.scheduling_id)
-            .where(other.c.state != OperationState.DONE.value)
-            .scalar_subquery()
-        )
         query = (
-            sa.select(operations, in_progress.label("in_progress"))
-            .outerjoin(running, running.c.runtime_id == operations.c.runtime_id)
+            sa.select(operations, _in_progress.label("in_progress"))
+            .outerjoin(_RUNNING, _RUNNING.c.runtime_id == operations.c.runtime_id)
             .where(operations.c.state.in_([s.value for s in CLAIMABLE]))
             .where(operations.c.not_before <= now)
-            .where(operations.c.priority == lowest_open)
-            .where(in_progress < per_cluster)
+            .where(operations.c.priority == _LOWEST_OPEN)
+            .where(_in_progress < per_cluster)
             .order_by(operations.c.updated)
             .limit(limit * 3)
         )
