@@ -11,6 +11,7 @@ resource registry that two clusters with different CRDs could fight over.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
@@ -112,6 +113,30 @@ class KubeClient:
         if response.status_code >= 400:
             raise _error_from(response)
         return response.json() if response.content else None
+
+    async def watch(
+        self, path: str, params: dict[str, str], *, accept: str | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Stream one watch (`?watch=1`): each event as decoded JSON until the server ends it.
+        No read timeout: a quiet watch is not a dead one (`timeoutSeconds` bounds it)."""
+        try:
+            async with self._http.stream(
+                "GET",
+                path,
+                params={**params, "watch": "1"},
+                headers={"Accept": accept} if accept else None,
+                timeout=httpx2.Timeout(30.0, read=None),
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _error_from(response)
+                async for line in response.aiter_lines():
+                    if line.strip():
+                        yield json.loads(line)
+        except httpx2.HTTPError as exc:
+            raise ClusterUnreachable(
+                f"watch at {self.server} failed: {type(exc).__name__}: {exc}"
+            ) from None
 
     async def version(self) -> str:
         """The cluster's Kubernetes version, e.g. v1.20.2 (also proves it is reachable)."""

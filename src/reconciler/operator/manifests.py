@@ -25,6 +25,7 @@ from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task, TaskType
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import Body, ControlPlane
+from reconciler.operator.drift import DriftWatch
 from reconciler.operator.resources import (
     FIELD_MANAGER,
     KYMA_NAME,
@@ -50,7 +51,9 @@ class ManifestController:
         targets: TargetClusters,
         core: ComponentReconciler,
         settings: OperatorSettings,
+        drift: DriftWatch | None = None,
     ) -> None:
+        self.drift = drift
         self.control = control
         self.targets = targets
         self.core = core
@@ -138,6 +141,9 @@ class ManifestController:
             ).dump()
             for e in entries
         ]
+        if self.drift is not None:
+            kinds = {(e.api_version, e.kind) for e in entries}
+            self.drift.track(cluster, task.component, ("Manifest", *self._key(body)), kinds)
         if waiting:
             return await self._report(body, State.PROCESSING, f"waiting: {waiting}", synced=synced)
         state = State.WARNING if outcome.warnings else State.READY
@@ -145,6 +151,10 @@ class ManifestController:
             "; ".join(outcome.warnings[:MAX_NAMED]) if outcome.warnings else "installation is ready"
         )
         return await self._report(body, state, message, synced=synced)
+
+    @staticmethod
+    def _key(body: Body) -> tuple[str, str]:
+        return body["metadata"]["namespace"], body["metadata"]["name"]
 
     def _default_resource(self, spec: ManifestSpec) -> dict[str, Any]:
         resource = dict(spec.resource or {})
@@ -181,6 +191,8 @@ class ManifestController:
                     f"waiting for the module's custom resources to be deleted: {blocking}",
                     busy=True,
                 )
+            if self.drift is not None:
+                self.drift.forget(cluster, meta["name"])
             outcome = await self.core.run(self._task(body, spec, TaskType.DELETE), cluster)
             if outcome.error:
                 return await self._report(body, State.DELETING, outcome.error, error=True)

@@ -25,6 +25,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.kube.kubeconfig import load_kubeconfig
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
+from reconciler.operator.drift import DriftWatch
 from reconciler.operator.kymas import KymaController
 from reconciler.operator.manifests import ManifestController
 from reconciler.operator.queue import WorkQueue
@@ -79,9 +80,12 @@ class Operator:
         self.control = ControlPlane(control)
         self.targets = TargetClusters(self.control, control)
         core = ComponentReconciler(HelmChartProvider(charts))
-        self.manifests = ManifestController(self.control, self.targets, core, self.settings)
-        self.kymas = KymaController(self.control, self.settings)
         self.queue = WorkQueue(self._handle, workers=self.settings.workers)
+        self.drift = DriftWatch(self.queue.add)
+        self.manifests = ManifestController(
+            self.control, self.targets, core, self.settings, self.drift
+        )
+        self.kymas = KymaController(self.control, self.settings)
         self._seen: dict[Key, tuple[Any, ...]] = {}
         self._log = get_logger(part="operator")
 
@@ -204,6 +208,7 @@ class Operator:
             for task in tasks[1:]:
                 task.cancel()
             results = await asyncio.gather(*tasks, return_exceptions=True)
+            await self.drift.aclose()
             await self.targets.aclose()
         for result in results[:2]:  # kopf or the queue ended by itself: say why
             if isinstance(result, Exception):

@@ -1,0 +1,83 @@
+"""Drift on target clusters is reverted within seconds, not at the next periodic requeue.
+
+For every kind a Manifest installed, one metadata-only watch per target cluster (all namespaces,
+objects carrying the core's component label) is kept open; an event on an object of a known
+component requeues that component's Manifest, whose run takes the core's fast path: compare
+live metadata with the record, re-apply only what changed. Our own applies come back as events
+too: they cost one such check. A watch that fails is dropped and opened again at the
+Manifest's next successful run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable
+
+from reconciler.errors import ReconcilerError
+from reconciler.kube.client import KubeApiError
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.transform import COMPONENT
+from reconciler.observability.logging import get_logger
+
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_EVENTS = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+WATCH_SECONDS = "300"
+
+Kind = tuple[str, str]
+"""(apiVersion, kind)."""
+
+
+class DriftWatch:
+    def __init__(self, requeue: Callable[[Hashable], None]) -> None:
+        self.requeue = requeue
+        self._watches: dict[tuple[Cluster, Kind], asyncio.Task[None]] = {}
+        self._owners: dict[tuple[Cluster, str], Hashable] = {}
+        self._log = get_logger(part="operator-drift")
+
+    def __len__(self) -> int:
+        return len(self._watches)
+
+    def track(self, cluster: Cluster, component: str, owner: Hashable, kinds: set[Kind]) -> None:
+        """Requeue `owner` when an object of `component` of one of `kinds` changes."""
+        self._owners[(cluster, component)] = owner
+        for kind in kinds:
+            key = (cluster, kind)
+            if key not in self._watches or self._watches[key].done():
+                self._watches[key] = asyncio.create_task(self._watch(cluster, kind))
+
+    def forget(self, cluster: Cluster, component: str) -> None:
+        self._owners.pop((cluster, component), None)
+
+    async def aclose(self) -> None:
+        for task in self._watches.values():
+            task.cancel()
+        await asyncio.gather(*self._watches.values(), return_exceptions=True)
+        self._watches.clear()
+
+    async def _watch(self, cluster: Cluster, kind: Kind) -> None:
+        try:
+            info = await cluster.mapper.resolve(*kind)
+            path = info.path(None)
+            selector = {"labelSelector": COMPONENT}
+            listing = await cluster.client.request(
+                "GET", path, params={**selector, "limit": "1"}, accept=METADATA_ONLY
+            )
+            version = str(listing["metadata"]["resourceVersion"])
+            while True:
+                params = {**selector, "resourceVersion": version, "timeoutSeconds": WATCH_SECONDS}
+                async for event in cluster.client.watch(path, params, accept=METADATA_EVENTS):
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        return  # e.g. 410 Gone: opened again at the next successful run
+                    meta = obj.get("metadata") or {}
+                    version = str(meta.get("resourceVersion") or version)
+                    if event.get("type") == "BOOKMARK":
+                        continue
+                    component = (meta.get("labels") or {}).get(COMPONENT, "")
+                    owner = self._owners.get((cluster, component))
+                    if owner is not None:
+                        self.requeue(owner)
+        except (ReconcilerError, KubeApiError) as exc:
+            self._log.info("drift watch ended", kind=kind[1], reason=str(exc))
+        except RuntimeError as exc:  # the cluster's connection was closed (evicted)
+            self._log.info("drift watch ended", kind=kind[1], reason=str(exc))
