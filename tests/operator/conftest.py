@@ -38,6 +38,7 @@ class World:
     remote_kubeconfig: Path
     namespace: str
     charts: Path
+    operator: Operator
 
     async def get(
         self,
@@ -115,7 +116,9 @@ async def world(
         )
         await asyncio.wait_for(ready.wait(), 30)
         try:
-            yield World(control, remote, remote_target.kubeconfig, namespace, tmp_path / "charts")
+            yield World(
+                control, remote, remote_target.kubeconfig, namespace, tmp_path / "charts", operator
+            )
         finally:
             stop.set()
             await asyncio.wait_for(task, 60)  # prompt: the run cancels its watchers

@@ -1,9 +1,11 @@
 """Drift on the remote cluster is reverted within seconds through the metadata watch, long
-before the periodic requeue (30 s in these tests)."""
+before the periodic requeue (30 s in these tests); the metrics show the states meanwhile."""
 
 from __future__ import annotations
 
 import time
+
+from prometheus_client import generate_latest
 
 from reconciler.operator.resources import API_VERSION
 from tests.operator import modules
@@ -23,6 +25,18 @@ async def test_an_edited_and_a_deleted_object_on_the_remote_cluster_are_reverted
         modules.kyma(ns, "k9", "regular", [{"name": "beta", "managed": True}])
     )
     await world.kyma_state("k9", "Ready")
+    expected = [  # the exposition sorts labels by name
+        f'reconciler_operator_kyma_state{{kyma="k9",namespace="{ns}",state="Ready"}} 1.0',
+        f'reconciler_operator_module_state{{kyma="k9",module="beta",namespace="{ns}",state="Ready"}}',
+        "reconciler_operator_remote_clients 1.0",
+        'reconciler_operator_requeues_total{kind="Manifest",reason="success"}',
+    ]
+
+    async def metrics_show_it() -> bool:  # set right after the status write the test saw
+        text = generate_latest(world.operator.metrics.registry).decode()
+        return all(line in text for line in expected)
+
+    await world.until(metrics_show_it, f"metrics {expected}", timeout=5)
 
     edited = {
         "apiVersion": "v1",

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 import yaml
+from prometheus_client import start_http_server
 
 from reconciler.charts.sources import ChartCache
 from reconciler.errors import ReconcilerError
@@ -69,6 +70,9 @@ def run(
         str | None, typer.Option(help="Watch only this namespace (default: all).")
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus metrics on this port (127.0.0.1).")
+    ] = None,
 ) -> None:
     """Reconcile Kymas and Manifests until SIGTERM/SIGINT. Settings: RECONCILER_OPERATOR_*."""
     configure_logging(level=log_level.upper())
@@ -81,6 +85,8 @@ def run(
             loop.add_signal_handler(sig, stop.set)
         async with await Cluster.connect(kubeconfig) as cluster:
             operator = Operator(cluster, ChartCache(cache_dir() / "charts"), settings)
+            if metrics_port is not None:
+                start_http_server(metrics_port, "127.0.0.1", registry=operator.metrics.registry)
             await operator.run(kubeconfig, namespace=namespace, stop=stop)
 
     try:

@@ -20,6 +20,7 @@ from reconciler.kube.client import KubeApiError
 from reconciler.observability.logging import get_logger
 from reconciler.operator.catalog import CatalogError, Resolved, resolve, version_key
 from reconciler.operator.control import Body, ControlPlane
+from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.resources import (
     API_VERSION,
     CHANNEL,
@@ -53,7 +54,13 @@ def _tracking(kind: str, namespace: str, name: str) -> dict[str, Any]:
 
 
 class KymaController:
-    def __init__(self, control: ControlPlane, settings: OperatorSettings) -> None:
+    def __init__(
+        self,
+        control: ControlPlane,
+        settings: OperatorSettings,
+        metrics: OperatorMetrics | None = None,
+    ) -> None:
+        self.metrics = metrics or OperatorMetrics()
         self.control = control
         self.settings = settings
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
@@ -249,6 +256,7 @@ class KymaController:
             return self.settings.busy_interval
         await self.control.set_finalizer(kyma, KYMA_FINALIZER, False)
         self.backoff.forget((meta["namespace"], meta["name"]))
+        self.metrics.forget_kyma(meta["namespace"], meta["name"])
         return None
 
     async def _set(
@@ -274,6 +282,11 @@ class KymaController:
             previous, state, message, kyma["metadata"].get("generation")
         )
         await self.control.set_status(kyma, status)
+        module_states = {str(m["name"]): str(m["state"]) for m in modules or []}
+        meta = kyma["metadata"]
+        self.metrics.set_kyma(meta["namespace"], meta["name"], str(state), module_states)
+        reason = {State.ERROR: "error", State.WARNING: "warning", State.READY: "success"}
+        self.metrics.requeues.labels("Kyma", reason.get(state, "busy")).inc()
 
 
 def _conditions(

@@ -26,6 +26,7 @@ from reconciler.model.task import Task, TaskType
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import Body, ControlPlane
 from reconciler.operator.drift import DriftWatch
+from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.resources import (
     FIELD_MANAGER,
     KYMA_NAME,
@@ -52,8 +53,10 @@ class ManifestController:
         core: ComponentReconciler,
         settings: OperatorSettings,
         drift: DriftWatch | None = None,
+        metrics: OperatorMetrics | None = None,
     ) -> None:
         self.drift = drift
+        self.metrics = metrics or OperatorMetrics()
         self.control = control
         self.targets = targets
         self.core = core
@@ -248,12 +251,16 @@ class ManifestController:
         if previous.get("conditions"):
             status["conditions"] = previous["conditions"]
         await self.control.set_status(body, status)
-        key = (body["metadata"]["namespace"], body["metadata"]["name"])
+        key = self._key(body)
         if error:
-            return self.backoff.next(key)
-        self.backoff.forget(key)
-        if busy or state is State.PROCESSING or state is State.DELETING:
-            return self.settings.busy_interval
-        if state is State.WARNING:
-            return self.settings.warning_interval
-        return self.settings.success_interval
+            reason, delay = "error", self.backoff.next(key)
+        elif busy or state is State.PROCESSING or state is State.DELETING:
+            reason, delay = "busy", self.settings.busy_interval
+        elif state is State.WARNING:
+            reason, delay = "warning", self.settings.warning_interval
+        else:
+            reason, delay = "success", self.settings.success_interval
+        if not error:
+            self.backoff.forget(key)
+        self.metrics.requeues.labels("Manifest", reason).inc()
+        return delay

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Coroutine, Hashable
 from pathlib import Path
 from typing import Any, cast
@@ -28,6 +29,7 @@ from reconciler.operator.control import ControlPlane
 from reconciler.operator.drift import DriftWatch
 from reconciler.operator.kymas import KymaController
 from reconciler.operator.manifests import ManifestController
+from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.queue import WorkQueue
 from reconciler.operator.resources import GROUP, KYMA_NAME, VERSION
 from reconciler.operator.settings import OperatorSettings
@@ -82,18 +84,25 @@ class Operator:
         core = ComponentReconciler(HelmChartProvider(charts))
         self.queue = WorkQueue(self._handle, workers=self.settings.workers)
         self.drift = DriftWatch(self.queue.add)
+        self.metrics = OperatorMetrics()
+        self.metrics.watch_sizes(lambda: len(self.targets), lambda: len(self.queue))
         self.manifests = ManifestController(
-            self.control, self.targets, core, self.settings, self.drift
+            self.control, self.targets, core, self.settings, self.drift, self.metrics
         )
-        self.kymas = KymaController(self.control, self.settings)
+        self.kymas = KymaController(self.control, self.settings, self.metrics)
         self._seen: dict[Key, tuple[Any, ...]] = {}
         self._log = get_logger(part="operator")
 
     async def _handle(self, key: Hashable) -> float | None:
         kind, namespace, name = cast(Key, key)
-        if kind == "Kyma":
-            return await self.kymas.handle(namespace, name)
-        return await self.manifests.handle(namespace, name)
+        controller = self.kymas if kind == "Kyma" else self.manifests
+        started, result = time.monotonic(), "exception"
+        try:
+            delay = await controller.handle(namespace, name)
+            result = "ok"
+            return delay
+        finally:
+            self.metrics.duration.labels(kind, result).observe(time.monotonic() - started)
 
     def _changed(self, key: Key, body: kopf.Body, event_type: str | None) -> bool:
         if event_type == "DELETED":
