@@ -66,7 +66,7 @@ class CountingKubeClient(KubeClient):
             result = await super().request(method, path, **kwargs)
             if method == "GET" and isinstance(result, dict) and "items" in result:
                 verb = "LIST"
-                self.requests["listed objects"] += len(result["items"])
+                self.requests["listed objects"] += len(result["items"] or [])
             return result
         finally:
             self.request_seconds += time.perf_counter() - started
