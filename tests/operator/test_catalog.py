@@ -54,19 +54,17 @@ def test_missing_catalog_entries_are_named(
         resolve(Module(name="alpha"), "regular", metas, templates)  # type: ignore[arg-type]
 
 
-def test_a_template_without_a_chart_is_refused_with_its_name() -> None:
-    broken = template(NS, "alpha", "1.0.0", CHART)
-    broken["spec"]["resources"] = [{"name": "rawManifest", "link": "https://x/m.yaml"}]
+def test_a_raw_manifest_template_resolves_and_one_without_a_link_is_refused() -> None:
+    raw = template(NS, "alpha", "1.0.0", CHART)
+    raw["spec"]["resources"] = [{"name": "rawManifest", "link": "https://x/m.yaml"}]
     metas = [release_meta(NS, "alpha", {"regular": "1.0.0"})]
+    resolved = resolve(Module(name="alpha"), "regular", metas, [raw])
+    assert (resolved.install, resolved.source_type) == ("rawManifest", "raw-manifest")
+    raw["spec"]["resources"] = []
     with pytest.raises(
-        CatalogError, match=re.escape("ModuleTemplate alpha-1.0.0: `rawManifest` sources")
+        CatalogError, match=re.escape("alpha-1.0.0: spec.resources has no `chart` or `rawManifest`")
     ):
-        resolve(Module(name="alpha"), "regular", metas, [broken])
-    broken["spec"]["resources"] = []
-    with pytest.raises(
-        CatalogError, match=re.escape("alpha-1.0.0: spec.resources has no `chart` link")
-    ):
-        resolve(Module(name="alpha"), "regular", metas, [broken])
+        resolve(Module(name="alpha"), "regular", metas, [raw])
 
 
 def test_versions_order_numerically_and_releases_after_prereleases() -> None:

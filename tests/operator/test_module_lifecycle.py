@@ -144,3 +144,42 @@ async def test_the_skip_label_stops_reconciliation_of_a_kyma(world: World) -> No
         return await world.get("Manifest", "k7-beta") is None
 
     await world.until(removed, "beta removed once the skip label is gone")
+
+
+async def test_a_raw_manifest_module_is_installed_and_upgraded(world: World) -> None:
+    ns = world.namespace
+    world.charts.mkdir(parents=True, exist_ok=True)
+    links = {}
+    for version, names in (("1.0.0", ["raw-a", "raw-b"]), ("2.0.0", ["raw-a"])):
+        path = world.charts / f"raw-{version}.yaml"
+        path.write_text(
+            "".join(
+                f"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
+                f"  namespace: kyma-system\ndata:\n  version: '{version}'\n"
+                for name in names
+            )
+        )
+        links[version] = path
+        body = modules.template(ns, "raw", version, path)
+        body["spec"]["resources"] = [{"name": "rawManifest", "link": str(path)}]
+        del body["spec"]["data"]
+        await world.control.apply(body)
+    await world.control.apply(
+        modules.release_meta(ns, "raw", {"regular": "1.0.0", "fast": "2.0.0"})
+    )
+    await world.control.apply(modules.kubeconfig_secret(ns, "k10", world.remote_kubeconfig))
+    await world.control.apply(
+        modules.kyma(ns, "k10", "regular", [{"name": "raw", "managed": True}])
+    )
+    await world.kyma_state("k10", "Ready")
+    assert await world.remote_configmap("raw-b") is not None
+
+    await world.control.apply(modules.kyma(ns, "k10", "fast", [{"name": "raw", "managed": True}]))
+
+    async def upgraded() -> bool:
+        configmap = await world.remote_configmap("raw-a")
+        return bool(configmap and configmap["data"]["version"] == "2.0.0") and (
+            await world.remote_configmap("raw-b") is None
+        )
+
+    await world.until(upgraded, "raw module upgraded to 2.0.0, raw-b pruned")

@@ -98,13 +98,10 @@ def resolve(
             )
     spec = _template_spec(template)
     name = template["metadata"]["name"]
-    found = [r for r in spec.resources or [] if r.name == "chart"]
+    found = [r for r in spec.resources or [] if r.name in SOURCE_KINDS]
     if not found:
-        raw = any(r.name == "rawManifest" for r in spec.resources or [])
         raise CatalogError(
-            f"ModuleTemplate {name}: `rawManifest` sources are not supported yet, use a `chart`"
-            if raw
-            else f"ModuleTemplate {name}: spec.resources has no `chart` link"
+            f"ModuleTemplate {name}: spec.resources has no `chart` or `rawManifest` link"
         )
     if not spec.version:
         raise CatalogError(f"ModuleTemplate {name}: spec.version is empty")

@@ -39,6 +39,7 @@ from reconciler.operator.resources import (
     SyncedObject,
 )
 from reconciler.operator.settings import OperatorSettings
+from reconciler.operator.sources import ModuleSources
 from reconciler.operator.status import Backoff, last_operation
 from reconciler.operator.targets import TargetClusters, TargetError
 
@@ -54,7 +55,9 @@ class ManifestController:
         settings: OperatorSettings,
         drift: DriftWatch | None = None,
         metrics: OperatorMetrics | None = None,
+        sources: ModuleSources | None = None,
     ) -> None:
+        self.sources = sources
         self.drift = drift
         self.metrics = metrics or OperatorMetrics()
         self.control = control
@@ -107,6 +110,13 @@ class ManifestController:
         url = spec.install.source.get("url") or spec.install.source.get("repo")
         if not url:
             raise TargetError("spec.install.source has no `url`")
+        raw = (
+            spec.install.source.get("type") == "raw-manifest" or spec.install.name == "rawManifest"
+        )
+        if raw:
+            if self.sources is None:
+                raise TargetError("raw manifests need the operator's module sources")
+            self.sources.mark_raw(str(url))
         return Task(
             component=body["metadata"]["name"],
             namespace=self.settings.module_namespace,

@@ -33,6 +33,7 @@ from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.queue import WorkQueue
 from reconciler.operator.resources import GROUP, KYMA_NAME, VERSION
 from reconciler.operator.settings import OperatorSettings
+from reconciler.operator.sources import ModuleSources
 from reconciler.operator.targets import TargetClusters
 
 Key = tuple[str, str, str]
@@ -81,13 +82,20 @@ class Operator:
         self.settings = settings or OperatorSettings()
         self.control = ControlPlane(control)
         self.targets = TargetClusters(self.control, control)
-        core = ComponentReconciler(HelmChartProvider(charts))
+        self.sources = ModuleSources(HelmChartProvider(charts))
+        core = ComponentReconciler(self.sources)
         self.queue = WorkQueue(self._handle, workers=self.settings.workers)
         self.drift = DriftWatch(self.queue.add)
         self.metrics = OperatorMetrics()
         self.metrics.watch_sizes(lambda: len(self.targets), lambda: len(self.queue))
         self.manifests = ManifestController(
-            self.control, self.targets, core, self.settings, self.drift, self.metrics
+            self.control,
+            self.targets,
+            core,
+            self.settings,
+            self.drift,
+            self.metrics,
+            self.sources,
         )
         self.kymas = KymaController(self.control, self.settings, self.metrics)
         self._seen: dict[Key, tuple[Any, ...]] = {}
