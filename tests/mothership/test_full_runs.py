@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from pathlib import Path
 
+from reconciler.charts.sources import ChartCache
+from reconciler.core.charts import HelmChartProvider
+from reconciler.core.runner import ComponentReconciler
 from reconciler.model.operation import Operation
 from reconciler.model.remote import RemoteTask
 from reconciler.model.status import OperationState, OperationType
 from reconciler.model.task import Task
+from reconciler.mothership.invoker import InProcessInvoker
 from reconciler.mothership.planner import Planner
 from reconciler.mothership.settings import Settings
 
@@ -40,3 +45,15 @@ def test_force_and_regenerate_travel_to_a_remote_component_reconciler() -> None:
     wire = RemoteTask.of(task, kubeconfig="k", callback_url="http://cb", max_retries=1)
     back = RemoteTask.model_validate_json(wire.model_dump_json(by_alias=True)).to_task()
     assert (back.force, back.regenerate) == (True, "r1")
+
+
+def test_operations_of_one_reconciliation_share_one_live_index_and_old_ones_are_dropped(
+    tmp_path: Path,
+) -> None:
+    reconciler = ComponentReconciler(HelmChartProvider(ChartCache(tmp_path)))
+    invoker = InProcessInvoker(Planner(Settings()), reconciler, 60.0, shared_runs=2)
+    first = invoker._live_index("run-1")
+    assert invoker._live_index("run-1") is first
+    assert invoker._live_index("run-2") is not first
+    invoker._live_index("run-3")
+    assert invoker._live_index("run-1") is not first  # dropped beyond `shared_runs`

@@ -7,6 +7,7 @@ worker turns into heartbeats. It returns a result; it never touches operation st
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -14,6 +15,7 @@ from typing import Protocol
 from reconciler.core.runner import ComponentReconciler
 from reconciler.errors import ClusterUnreachable, KubeconfigError, ReconcilerError
 from reconciler.kube.cluster import Cluster
+from reconciler.kube.live import LiveIndex
 from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
 from reconciler.model.task import ProgressEvent
@@ -46,10 +48,29 @@ class Invoker(Protocol):
 class InProcessInvoker:
     """Runs the component reconciler core in this process."""
 
-    def __init__(self, planner: Planner, reconciler: ComponentReconciler, timeout: float) -> None:
+    def __init__(
+        self,
+        planner: Planner,
+        reconciler: ComponentReconciler,
+        timeout: float,
+        *,
+        shared_runs: int = 256,
+    ) -> None:
         self.planner = planner
         self.reconciler = reconciler
         self.timeout = timeout
+        self._live: OrderedDict[str, LiveIndex] = OrderedDict()
+        self._shared_runs = shared_runs
+
+    def _live_index(self, scheduling_id: str) -> LiveIndex:
+        """One live index per reconciliation: its components' no-op checks share one metadata
+        LIST per kind (see `kube.live`); the oldest reconciliations' indexes are dropped."""
+        index = self._live.get(scheduling_id)
+        if index is None:
+            index = self._live[scheduling_id] = LiveIndex()
+            while len(self._live) > self._shared_runs:
+                self._live.popitem(last=False)
+        return index
 
     async def invoke(self, op: Operation, state: ClusterState, progress: Progress) -> InvokeResult:
         try:
@@ -68,7 +89,9 @@ class InProcessInvoker:
             pending.append(event.message)
 
         async with cluster:
-            outcome = await self.reconciler.run(task, cluster, report)
+            # a retry reads afresh: the shared listings predate what its failed attempt applied
+            live = self._live_index(op.scheduling_id) if op.retries == 0 else None
+            outcome = await self.reconciler.run(task, cluster, report, live=live)
         if pending:
             await progress(pending[-1])
         if outcome.ok:
