@@ -8,6 +8,7 @@ import yaml
 from typer.testing import CliRunner
 
 from reconciler.cli.main import app
+from reconciler.kube.cluster import Cluster
 from tests.conftest import KubeTarget
 
 NAMES = [
@@ -46,3 +47,35 @@ def test_install_crds_names_an_unreachable_cluster(tmp_path: object) -> None:
     result = CliRunner().invoke(app, ["operator", "install-crds", "--kubeconfig", kubeconfig])
     assert result.exit_code == 1
     assert "cannot reach the apiserver at https://127.0.0.1:1" in result.output
+
+
+def test_deploy_print_lists_crds_rbac_and_the_deployment() -> None:
+    result = CliRunner().invoke(app, ["operator", "deploy", "--print", "--image", "r:1"])
+    assert result.exit_code == 0, result.output
+    kinds = [obj["kind"] for obj in yaml.safe_load_all(result.output)]
+    assert kinds == [
+        *["CustomResourceDefinition"] * 4,
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+    ]
+
+
+async def test_deploy_dry_run_is_accepted_by_the_apiserver_and_changes_nothing(
+    kube_cluster: KubeTarget, namespace: str
+) -> None:
+    args = ["operator", "deploy", "--kubeconfig", str(kube_cluster.kubeconfig)]
+    result = await asyncio.to_thread(
+        CliRunner().invoke, app, [*args, "--namespace", namespace, "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "validated deployment reconciler-operator" in result.output
+    async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
+        deployment = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "reconciler-operator", "namespace": namespace},
+        }
+        assert await cluster.get(deployment) is None

@@ -16,10 +16,12 @@ from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.observability.logging import configure_logging
 from reconciler.operator.crds import all_crds
+from reconciler.operator.deploy import all_objects, deploy
 from reconciler.operator.install import install_crds
 from reconciler.operator.runtime import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.paths import cache_dir
+from reconciler.version import __version__
 
 app = typer.Typer(help="Operator mode: Kyma, ModuleTemplate, ModuleReleaseMeta, Manifest.")
 
@@ -93,3 +95,33 @@ def run(
         asyncio.run(main())
     except ReconcilerError as exc:
         raise _fail(str(exc)) from None
+
+
+@app.command("deploy")
+def deploy_command(
+    kubeconfig: Kubeconfig = None,
+    namespace: Annotated[str, typer.Option(help="Namespace of the operator.")] = "kyma-system",
+    image: Annotated[
+        str, typer.Option(help="Operator image (see docs/operator.md to build one).")
+    ] = f"reconciler:{__version__}",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Server-side dry run: validate, change nothing.")
+    ] = False,
+    print_only: Annotated[bool, typer.Option("--print", help="Print the objects as YAML.")] = False,
+) -> None:
+    """Install CRDs, RBAC and the operator as a Deployment (self-hosting)."""
+    if print_only:
+        typer.echo(yaml.safe_dump_all(all_objects(namespace, image), sort_keys=False), nl=False)
+        return
+
+    async def run_deploy() -> list[str]:
+        async with await Cluster.connect(kubeconfig) as cluster:
+            return await deploy(cluster, namespace=namespace, image=image, dry_run=dry_run)
+
+    try:
+        done = asyncio.run(run_deploy())
+    except ReconcilerError as exc:
+        raise _fail(str(exc)) from None
+    verb = "validated" if dry_run else "applied"
+    for what in done:
+        typer.echo(f"{verb} {what}")
