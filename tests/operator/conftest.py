@@ -38,7 +38,8 @@ class World:
     remote_kubeconfig: Path
     namespace: str
     charts: Path
-    operator: Operator
+    operator: Operator | None = None
+    """The in-process operator (None when a test runs its own as processes)."""
 
     async def get(
         self,

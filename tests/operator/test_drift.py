@@ -33,6 +33,7 @@ async def test_an_edited_and_a_deleted_object_on_the_remote_cluster_are_reverted
     ]
 
     async def metrics_show_it() -> bool:  # set right after the status write the test saw
+        assert world.operator is not None
         text = generate_latest(world.operator.metrics.registry).decode()
         return all(line in text for line in expected)
 
