@@ -183,3 +183,24 @@ async def test_a_raw_manifest_module_is_installed_and_upgraded(world: World) -> 
         )
 
     await world.until(upgraded, "raw module upgraded to 2.0.0, raw-b pruned")
+
+
+async def test_a_kyma_whose_remote_secret_is_gone_can_still_be_deleted(world: World) -> None:
+    await _kyma_ready(world, "k11", [{"name": "beta", "managed": True}])
+    secret = modules.kubeconfig_secret(world.namespace, "k11", world.remote_kubeconfig)
+    await world.control.delete(secret)
+    await world.control.delete(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "Kyma",
+            "metadata": {"name": "k11", "namespace": world.namespace},
+        }
+    )
+
+    async def gone() -> bool:
+        return (
+            await world.get("Kyma", "k11") is None
+            and await world.get("Manifest", "k11-beta") is None
+        )
+
+    await world.until(gone, "Kyma and Manifest gone although the remote cluster's Secret is")

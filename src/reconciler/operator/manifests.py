@@ -41,7 +41,7 @@ from reconciler.operator.resources import (
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.sources import ModuleSources
 from reconciler.operator.status import Backoff, last_operation
-from reconciler.operator.targets import TargetClusters, TargetError
+from reconciler.operator.targets import TargetClusters, TargetError, TargetMissing
 
 MAX_NAMED = 5
 
@@ -193,7 +193,16 @@ class ManifestController:
         if MANIFEST_FINALIZER not in (meta.get("finalizers") or []):
             return None
         if meta.get("labels", {}).get(UNMANAGED) != "true":
-            cluster = await self._target(body, spec)
+            try:
+                cluster = await self._target(body, spec)
+            except TargetMissing as exc:
+                # the remote cluster is gone with its Secret: nothing left to clean up there,
+                # and waiting would keep the Manifest (and its Kyma) forever
+                get_logger(manifest=meta["name"], namespace=meta["namespace"]).warning(
+                    "remote cleanup skipped", reason=str(exc)
+                )
+                await self.control.set_finalizer(body, MANIFEST_FINALIZER, False)
+                return None
             if spec.resource and spec.custom_resource_policy != CustomResourcePolicy.IGNORE:
                 await cluster.delete(self._default_resource(spec))
             blocking = await self._custom_resources_left(cluster, body)

@@ -24,6 +24,10 @@ class TargetError(ReconcilerError):
     """The target cluster of a Kyma cannot be used (no Secret, bad kubeconfig, unreachable)."""
 
 
+class TargetMissing(TargetError):
+    """No Secret names the Kyma's remote cluster (gone, or never registered)."""
+
+
 @dataclass
 class _Entry:
     version: str
@@ -48,7 +52,7 @@ class TargetClusters:
         where = f"Secret labelled {KYMA_NAME}={kyma} in namespace {namespace}"
         if not secrets:
             await self.evict(namespace, kyma)
-            raise TargetError(f"no {where}: the remote cluster's kubeconfig is missing")
+            raise TargetMissing(f"no {where}: the remote cluster's kubeconfig is missing")
         secret = min(secrets, key=lambda s: str(s["metadata"]["name"]))
         version = str(secret["metadata"].get("resourceVersion", ""))
         key = (namespace, kyma)
