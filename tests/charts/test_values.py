@@ -73,13 +73,15 @@ def test_chart_without_values_file_has_only_the_overrides(tmp_path: Path) -> Non
 
 def test_invalid_yaml_names_the_file_and_line(chart: Path) -> None:
     (chart / "profile-broken.yaml").write_text("replicas: 3\nimage: [unclosed\nother: 1\n")
-    with pytest.raises(ChartError, match=r"profile-broken\.yaml at line \d+, column \d+"):
+    with pytest.raises(
+        ChartError, match=r"profile-broken\.yaml is not valid YAML at line \d+, column \d+"
+    ):
         chart_values(chart, profile="broken", overrides={})
 
 
 def test_invalid_yaml_in_values_file_names_it(chart: Path) -> None:
     (chart / "values.yaml").write_text("a: 1\n  b: 2\n")
-    with pytest.raises(ChartError, match=r"values\.yaml at line 2"):
+    with pytest.raises(ChartError, match=r"values\.yaml is not valid YAML at line 2, column \d+"):
         chart_values(chart, profile=None, overrides={})
 
 
