@@ -119,7 +119,7 @@ class ManifestController:
             self.sources.mark_raw(str(url))
         return Task(
             component=body["metadata"]["name"],
-            namespace=self.settings.module_namespace,
+            namespace=self._namespace(body),
             version=spec.version or "0.0.0",
             chart=str(url),
             type=task_type,
@@ -142,7 +142,7 @@ class ManifestController:
         waiting = await self._not_ready(cluster, crds)
         if not waiting:  # the default resource needs its CRD served
             if spec.resource and spec.custom_resource_policy != CustomResourcePolicy.IGNORE:
-                await cluster.apply(self._default_resource(spec), field_manager=FIELD_MANAGER)
+                await cluster.apply(self._default_resource(body, spec), field_manager=FIELD_MANAGER)
             waiting = await self._not_ready(cluster, [o for o in watched if not o.is_crd])
         synced = [
             SyncedObject(
@@ -169,10 +169,14 @@ class ManifestController:
     def _key(body: Body) -> tuple[str, str]:
         return body["metadata"]["namespace"], body["metadata"]["name"]
 
-    def _default_resource(self, spec: ManifestSpec) -> dict[str, Any]:
+    def _namespace(self, body: Body) -> str:
+        kyma = body["metadata"].get("labels", {}).get(KYMA_NAME, "")
+        return self.settings.module_namespace.replace("{kyma}", kyma)
+
+    def _default_resource(self, body: Body, spec: ManifestSpec) -> dict[str, Any]:
         resource = dict(spec.resource or {})
         meta = dict(resource.get("metadata") or {})
-        meta.setdefault("namespace", self.settings.module_namespace)
+        meta.setdefault("namespace", self._namespace(body))
         resource["metadata"] = meta
         return resource
 
@@ -204,7 +208,7 @@ class ManifestController:
                 await self.control.set_finalizer(body, MANIFEST_FINALIZER, False)
                 return None
             if spec.resource and spec.custom_resource_policy != CustomResourcePolicy.IGNORE:
-                await cluster.delete(self._default_resource(spec))
+                await cluster.delete(self._default_resource(body, spec))
             blocking = await self._custom_resources_left(cluster, body)
             if blocking:
                 return await self._report(

@@ -17,6 +17,7 @@ class OperatorSettings(BaseSettings):
     """First retry after an error; doubled per failure up to `error_max_interval`."""
     error_max_interval: float = Field(default=30.0, gt=0)
     module_namespace: str = "kyma-system"
-    """Namespace of a module's namespaced objects that name none (and of its inventory)."""
+    """Namespace of a module's namespaced objects that name none (and of its inventory);
+    `{kyma}` is replaced by the Kyma's name (many Kymas on one cluster, as the benchmark does)."""
     timeout: float = Field(default=300.0, gt=0)
     workers: int = Field(default=8, ge=1)

@@ -1,0 +1,182 @@
+"""Operator at fleet scale: N Kymas x M modules -> N*M Manifests, one operator process.
+
+Remote clusters are simulated by one namespace per Kyma on one real test-bed apiserver (module
+namespace `{kyma}`); the control plane is a second one. Prints the time from creating the Kymas
+to all Ready, the operator's CPU while the fleet idles, its peak RSS, and the latency from adding
+a module to one Kyma to that module's object on its cluster (p50/p99 over samples). Issue 13's
+target: 5,000 x 5 with p99 <= 1 s and RSS <= 1 GiB; `--kymas` scales the run down.
+Results: benchmarks/results/operator-<timestamp>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import time
+from pathlib import Path
+from typing import Any
+
+import benchlib
+
+from reconciler.charts.sources import ChartCache
+from reconciler.kube.cluster import Cluster
+from reconciler.operator.install import install_crds
+from reconciler.operator.resources import API_VERSION
+from reconciler.operator.runtime import Operator
+from reconciler.operator.settings import OperatorSettings
+from reconciler.util.polling import poll_until
+
+NAME = "operator"
+NS = "kcp-system"
+TARGET_P99 = 1.0
+TARGET_RSS_MIB = 1024.0
+
+
+def _chart(root: Path, module: str) -> Path:
+    chart = root / module
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(f"apiVersion: v2\nname: {module}\nversion: 1.0.0\n")
+    (chart / "templates" / "cm.yaml").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {module}\ndata:\n  module: {module}\n"
+    )
+    return chart
+
+
+def _kyma(name: str, modules: list[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Kyma",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"channel": "regular", "modules": [{"name": m, "managed": True} for m in modules]},
+    }
+
+
+async def _states(control: Cluster) -> list[str]:
+    info = await control.mapper.resolve(API_VERSION, "Kyma")
+    return [
+        str((k.raw.get("status") or {}).get("state", ""))
+        for k in await control.list(info, namespace=NS)
+    ]
+
+
+async def main(kymas: int, modules: int, samples: int, root: Path) -> dict[str, Any]:
+    names = [f"m{i}" for i in range(modules + 1)]  # the last one is added during the samples
+    async with (
+        benchlib.dev_cluster(root / "control", controller_manager=False) as control_info,
+        benchlib.dev_cluster(root / "remote", controller_manager=False) as remote_info,
+    ):
+        control = await Cluster.connect(control_info.kubeconfig)
+        remote = await Cluster.connect(remote_info.kubeconfig)
+        await install_crds(control)
+        await control.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        kubeconfig = await asyncio.to_thread(Path(remote_info.kubeconfig).read_bytes)
+        config = base64.b64encode(kubeconfig).decode()
+        for module in names:
+            chart = _chart(root / "charts", module)
+            await control.apply(
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "ModuleTemplate",
+                    "metadata": {"name": f"{module}-1.0.0", "namespace": NS},
+                    "spec": {
+                        "moduleName": module,
+                        "version": "1.0.0",
+                        "descriptor": {},
+                        "resources": [{"name": "chart", "link": str(chart)}],
+                    },
+                }
+            )
+            await control.apply(
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "ModuleReleaseMeta",
+                    "metadata": {"name": module, "namespace": NS},
+                    "spec": {
+                        "moduleName": module,
+                        "channels": [{"channel": "regular", "version": "1.0.0"}],
+                    },
+                }
+            )
+        for i in range(kymas):
+            await control.apply(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {
+                        "name": f"kubeconfig-k{i}",
+                        "namespace": NS,
+                        "labels": {"operator.kyma-project.io/kyma-name": f"k{i}"},
+                    },
+                    "data": {"config": config},
+                }
+            )
+        settings = OperatorSettings(module_namespace="{kyma}", busy_interval=1, workers=16)
+        operator = Operator(control, ChartCache(root / "cache"), settings)
+        stop = asyncio.Event()
+        running = asyncio.create_task(
+            operator.run(Path(control_info.kubeconfig), namespace=NS, stop=stop)
+        )
+        started = time.monotonic()
+        for i in range(kymas):
+            await control.apply(_kyma(f"k{i}", names[:modules]))
+        while True:
+            states = await _states(control)
+            if len(states) == kymas and all(s == "Ready" for s in states):
+                break
+            await asyncio.sleep(0.5)
+        to_ready = time.monotonic() - started
+        cpu_before, idle_started = benchlib.self_cpu_seconds(), time.monotonic()
+        await asyncio.sleep(10)
+        idle_cores = (benchlib.self_cpu_seconds() - cpu_before) / (time.monotonic() - idle_started)
+        latencies = []
+        extra = names[-1]
+        for i in range(min(samples, kymas)):
+            changed = time.monotonic()
+            await control.apply(_kyma(f"k{i}", names))
+            target = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": extra, "namespace": f"k{i}"},
+            }
+            await poll_until(
+                lambda target=target: remote.get(target), timeout=60, what="module", interval=0.01
+            )
+            latencies.append(time.monotonic() - changed)
+        stop.set()
+        await running
+        await control.aclose()
+        await remote.aclose()
+    latencies.sort()
+    p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
+    return {
+        "kymas": kymas,
+        "manifests": kymas * modules,
+        "seconds_to_all_ready": round(to_ready, 1),
+        "idle_cores": round(idle_cores, 3),
+        "peak_rss_mib": round(benchlib.self_peak_rss_mib(), 1),
+        "change_p50_s": round(latencies[len(latencies) // 2], 3),
+        "change_p99_s": round(p99, 3),
+        "environment": benchlib.environment(),
+    }
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kymas", type=int, default=20)
+    parser.add_argument("--modules", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=20)
+    args = parser.parse_args()
+    with benchlib.scratch_dir("bench-operator-") as root:
+        result = benchlib.run_async(main(args.kymas, args.modules, args.samples, root))
+    for key, value in result.items():
+        print(f"{key}: {value}")
+    print(f"p99 <= {TARGET_P99} s: {benchlib.verdict(result['change_p99_s'] <= TARGET_P99)}")
+    print(
+        f"RSS <= {TARGET_RSS_MIB} MiB: {benchlib.verdict(result['peak_rss_mib'] <= TARGET_RSS_MIB)}"
+    )
+    print(f"saved {benchlib.save_results(NAME, result)}")
+
+
+if __name__ == "__main__":
+    cli()
