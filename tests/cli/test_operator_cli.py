@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
+import time
 
 import yaml
 from typer.testing import CliRunner
@@ -79,3 +83,23 @@ async def test_deploy_dry_run_is_accepted_by_the_apiserver_and_changes_nothing(
             "metadata": {"name": "reconciler-operator", "namespace": namespace},
         }
         assert await cluster.get(deployment) is None
+
+
+def test_a_stop_that_hangs_still_exits_within_the_stop_timeout() -> None:
+    """SIGTERM sets the stop flag and arms a watchdog: a process whose kopf thread or handler
+    never returns exits (code 1, logged) once the stop timeout has passed."""
+    stuck = textwrap.dedent(
+        """
+        import asyncio, time
+        from reconciler.cli.operator import _stop_within
+        _stop_within(asyncio.Event(), 0.5)
+        time.sleep(60)  # a stop that never finishes
+        """
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", stuck], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 1
+    assert time.monotonic() - started < 20
+    assert "did not stop in time" in done.stdout + done.stderr

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +16,7 @@ from prometheus_client import start_http_server
 from reconciler.charts.sources import ChartCache
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
-from reconciler.observability.logging import configure_logging
+from reconciler.observability.logging import configure_logging, get_logger
 from reconciler.operator.crds import all_crds
 from reconciler.operator.deploy import all_objects, deploy
 from reconciler.operator.install import install_crds
@@ -65,6 +67,22 @@ def install_crds_command(
         typer.echo(f"installed {name}")
 
 
+def _stop_within(stop: asyncio.Event, timeout: float) -> None:
+    """Ask for a graceful stop and guarantee an exit: kopf runs in a thread of its own, and a
+    handler that does not return would otherwise keep the process alive after the stop."""
+    if stop.is_set():
+        return
+
+    def exit_now() -> None:
+        get_logger(component="operator").error("did not stop in time; exiting", timeout=timeout)
+        os._exit(1)
+
+    watchdog = threading.Timer(timeout, exit_now)
+    watchdog.daemon = True
+    watchdog.start()
+    stop.set()
+
+
 @app.command()
 def run(
     kubeconfig: Kubeconfig = None,
@@ -84,7 +102,7 @@ def run(
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, _stop_within, stop, settings.stop_timeout)
         async with await Cluster.connect(kubeconfig) as cluster:
             operator = Operator(cluster, ChartCache(cache_dir() / "charts"), settings)
             if metrics_port is not None:
