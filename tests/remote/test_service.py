@@ -4,6 +4,7 @@ and reporting to a stand-in mothership over real HTTP."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import ConfigMap
@@ -11,6 +12,27 @@ from lightkube.resources.core_v1 import ConfigMap
 from reconciler.model.remote import CallbackStatus
 from reconciler.util.polling import poll_until
 from tests.remote.support import TOKEN, CallbackReceiver, running_service, settings, task_body
+
+
+def slow_task(
+    receiver: CallbackReceiver,
+    correlation_id: str,
+    chart: Path,
+    namespace: str,
+    kubeconfig: str,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A task whose Deployment never gets ready (no kubelet): it stays running until its timeout."""
+    return task_body(
+        chart=chart,
+        namespace=namespace,
+        component="slow",
+        kubeconfig=kubeconfig,
+        callback_url=receiver.callback_url(correlation_id),
+        correlation_id=correlation_id,
+        **({"timeout": 120} | fields),
+    )
+
 
 RUNNING, FAILED = CallbackStatus.RUNNING, CallbackStatus.FAILED
 SUCCESS, ERROR = CallbackStatus.SUCCESS, CallbackStatus.ERROR
@@ -92,14 +114,12 @@ async def test_full_pool_answers_429_until_a_slot_is_free(
     namespace: str,
 ) -> None:
     async with running_service(settings(tmp_path, workers=1)) as (app, client):
-        slow = task_body(
-            chart=deployment_chart,
-            namespace=namespace,
-            component="slow",
-            kubeconfig=kubeconfig_text,
-            callback_url=receiver.callback_url("c-slow"),
-            correlation_id="c-slow",
-            timeout=120,
+        slow = slow_task(
+            receiver,
+            "c-slow",
+            deployment_chart,
+            namespace,
+            kubeconfig_text,
         )
         assert (await client.post("/v1/run", json=slow)).status_code == 200
         await receiver.wait_status("c-slow", RUNNING)
@@ -172,14 +192,12 @@ async def test_heartbeat_answered_400_stops_the_task_without_more_callbacks(
     namespace: str,
 ) -> None:
     async with running_service(settings(tmp_path)) as (app, client):
-        body = task_body(
-            chart=deployment_chart,
-            namespace=namespace,
-            component="slow",
-            kubeconfig=kubeconfig_text,
-            callback_url=receiver.callback_url("c-gone"),
-            correlation_id="c-gone",
-            timeout=120,
+        body = slow_task(
+            receiver,
+            "c-gone",
+            deployment_chart,
+            namespace,
+            kubeconfig_text,
         )
         assert (await client.post("/v1/run", json=body)).status_code == 200
         await receiver.wait_status("c-gone", RUNNING)
@@ -203,13 +221,12 @@ async def test_task_that_never_gets_ready_ends_in_error_at_its_timeout(
     namespace: str,
 ) -> None:
     async with running_service(settings(tmp_path)) as (_, client):
-        body = task_body(
-            chart=deployment_chart,
-            namespace=namespace,
-            component="slow",
-            kubeconfig=kubeconfig_text,
-            callback_url=receiver.callback_url("c-late"),
-            correlation_id="c-late",
+        body = slow_task(
+            receiver,
+            "c-late",
+            deployment_chart,
+            namespace,
+            kubeconfig_text,
             componentConfiguration={"maxRetries": 5},
             timeout=3,
         )
@@ -231,14 +248,12 @@ async def test_a_task_sent_again_reports_with_the_newest_callback_secret(
     """The mothership re-sends a task it took for an orphan with a new secret and refuses the old
     one: the task still in the pool must switch to the new secret, not report into a 403."""
     async with running_service(settings(tmp_path)) as (app, client):
-        body = task_body(
-            chart=deployment_chart,
-            namespace=namespace,
-            component="slow",
-            kubeconfig=kubeconfig_text,
-            callback_url=receiver.callback_url("c-again"),
-            correlation_id="c-again",
-            timeout=120,
+        body = slow_task(
+            receiver,
+            "c-again",
+            deployment_chart,
+            namespace,
+            kubeconfig_text,
             callbackSecret="first-secret",
         )
         assert (await client.post("/v1/run", json=body)).status_code == 200
