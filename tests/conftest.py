@@ -1,5 +1,5 @@
 """Fixtures that build worlds from real parts: a test-bed apiserver, namespaces in it, more clusters
-on demand, and a real PostgreSQL server.
+on demand, a real PostgreSQL server and a real OCI registry.
 
 `RECONCILER_TEST_USE_EXISTING_CLUSTER=1` (with `KUBECONFIG`) runs the cluster tests against an
 existing cluster instead of starting one, as envtest's USE_EXISTING_CLUSTER does.
@@ -27,6 +27,7 @@ from lightkube.resources.core_v1 import Namespace
 from reconciler.devcluster import DevCluster, PostgresServer
 from reconciler.devcluster import kubelet as fake_kubelet
 from reconciler.devcluster.build import build_all
+from reconciler.devcluster.registry import OciRegistry
 from reconciler.kube.client import KubeClient
 
 
@@ -134,6 +135,20 @@ def postgres_url(postgres_server: PostgresServer, request: pytest.FixtureRequest
     """A fresh, empty database per test module; its SQLAlchemy (asyncpg) URL."""
     module = re.sub(r"[^a-z0-9_]", "_", request.module.__name__.lower())[-40:]
     return asyncio.run(postgres_server.create_database(f"{module}_{uuid.uuid4().hex[:8]}"))
+
+
+@pytest.fixture(scope="session")
+def oci_registry() -> Iterator[str]:
+    """One real OCI registry (Debian's docker-registry, plain HTTP, no auth) for the session;
+    its `127.0.0.1:<port>`, as `oci://` references and `helm push --plain-http` name it."""
+    directory = Path(tempfile.mkdtemp(prefix="reconciler-registry-"))
+    registry = OciRegistry(directory)
+    asyncio.run(registry.start())
+    try:
+        yield registry.host
+    finally:
+        asyncio.run(registry.stop())
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 Poll = Callable[[Callable[[], Awaitable[object]]], Awaitable[object]]

@@ -1,4 +1,5 @@
-"""The real test bed: etcd + kube-apiserver + kube-controller-manager, and PostgreSQL, on loopback.
+"""The real test bed: etcd + kube-apiserver + kube-controller-manager, PostgreSQL and an OCI
+registry, on loopback.
 
 Used by the test fixtures, by `reconciler dev-cluster ...` and by the demo. Binaries come from
 `KUBEBUILDER_ASSETS` / `TEST_ASSET_*` (as envtest does) or are built once from Debian's
@@ -10,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reconciler.devcluster.kube import DevCluster, DevClusterInfo
     from reconciler.devcluster.postgres import PostgresServer
+    from reconciler.devcluster.registry import OciRegistry
 
-__all__ = ["DevCluster", "DevClusterInfo", "PostgresServer"]
+__all__ = ["DevCluster", "DevClusterInfo", "OciRegistry", "PostgresServer"]
 
 
 def __getattr__(name: str) -> Any:
@@ -25,4 +27,8 @@ def __getattr__(name: str) -> Any:
         from reconciler.devcluster.postgres import PostgresServer
 
         return PostgresServer
+    if name == "OciRegistry":
+        from reconciler.devcluster.registry import OciRegistry
+
+        return OciRegistry
     raise AttributeError(name)

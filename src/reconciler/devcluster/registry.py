@@ -1,0 +1,110 @@
+"""A throw-away OCI registry for tests and the demo: Debian's `docker-registry` on loopback.
+
+OCI chart and module sources are tested against a real registry (the CNCF distribution
+registry, which `helm push` and `oras` both speak to), not a fake. It runs without
+authentication over plain HTTP on a free 127.0.0.1 port, its configuration and blobs in one
+directory that `stop` leaves for the caller to remove. Installed idempotently like PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import httpx
+
+from reconciler.devcluster.ports import free_ports
+from reconciler.devcluster.processes import is_running, spawn, terminate
+from reconciler.devcluster.system import Reporter, apt_install, report_to_stderr
+from reconciler.errors import DevClusterError
+from reconciler.util.polling import poll_until
+
+PACKAGE = "docker-registry"
+BINARY = "/usr/bin/docker-registry"
+
+
+def find_binary() -> Path | None:
+    """The registry binary: $PATH's `docker-registry`, else Debian's install location."""
+    found = shutil.which("docker-registry")
+    if found:
+        return Path(found)
+    return Path(BINARY) if Path(BINARY).exists() else None
+
+
+def ensure_installed(report: Reporter = report_to_stderr) -> Path:
+    """The registry binary, installing Debian's package first when it is missing.
+
+    The package's service is never started here: Debian's maintainer scripts may try to start
+    it on port 5000; our instances each get their own port and configuration."""
+    binary = find_binary()
+    if binary is None:
+        apt_install([PACKAGE], report)
+        binary = find_binary()
+    if binary is None:
+        raise DevClusterError(f"{BINARY} not found after installing {PACKAGE!r}")
+    return binary
+
+
+def _config(storage: Path, port: int, debug_port: int) -> str:
+    """Registry configuration: filesystem storage, plain HTTP on loopback, no authentication."""
+    return (
+        "version: 0.1\n"
+        "log:\n"
+        "  level: warn\n"
+        "  accesslog:\n"
+        "    disabled: true\n"
+        "storage:\n"
+        "  filesystem:\n"
+        f"    rootdirectory: {storage}\n"
+        "  delete:\n"
+        "    enabled: true\n"
+        "http:\n"
+        f"  addr: 127.0.0.1:{port}\n"
+        "  debug:\n"
+        f"    addr: 127.0.0.1:{debug_port}\n"
+    )
+
+
+class OciRegistry:
+    """One registry instance in `directory` (config.yml, storage/, registry.log)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory.resolve()
+        self.port = 0
+        self.pid = 0
+
+    @property
+    def host(self) -> str:
+        """`127.0.0.1:<port>`: the registry part of `oci://` references to this instance."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}"
+
+    async def start(self) -> None:
+        binary = ensure_installed()
+        storage = self.directory / "storage"
+        storage.mkdir(parents=True, exist_ok=True)
+        self.port, debug_port = free_ports(2)
+        config = self.directory / "config.yml"
+        config.write_text(_config(storage, self.port, debug_port))
+        log = self.directory / "registry.log"
+        self.pid = spawn([str(binary), "serve", str(config)], log)
+
+        async def answering() -> bool:
+            if not is_running(self.pid, str(config)):
+                raise DevClusterError(f"docker-registry exited during start-up; see {log}")
+            try:
+                async with httpx.AsyncClient(timeout=2) as client:
+                    response = await client.get(f"{self.url}/v2/")
+            except httpx.HTTPError:
+                return False
+            return response.status_code == 200
+
+        await poll_until(answering, timeout=30, what=f"docker-registry on {self.host}")
+
+    async def stop(self) -> None:
+        if self.pid:
+            await terminate([self.pid], str(self.directory / "config.yml"))
+            self.pid = 0
