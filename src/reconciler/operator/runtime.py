@@ -27,6 +27,7 @@ from reconciler.kube.kubeconfig import load_kubeconfig
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
 from reconciler.operator.drift import DriftWatch
+from reconciler.operator.events import RemoteEvent, RemoteEvents
 from reconciler.operator.kymas import KymaController
 from reconciler.operator.manifests import ManifestController
 from reconciler.operator.metrics import OperatorMetrics
@@ -98,6 +99,8 @@ class Operator:
             self.sources,
         )
         self.kymas = KymaController(self.control, self.settings, self.metrics)
+        self.events = RemoteEvents()
+        self.events.subscribe(self._remote_changed)
         self._seen: dict[Key, tuple[Any, ...]] = {}
         self._log = get_logger(part="operator")
 
@@ -111,6 +114,10 @@ class Operator:
             return delay
         finally:
             self.metrics.duration.labels(kind, result).observe(time.monotonic() - started)
+
+    def _remote_changed(self, event: RemoteEvent) -> None:
+        """A watcher reported a change in the Kyma's remote cluster: look at the Kyma now."""
+        self.queue.add(("Kyma", event.kyma_namespace, event.kyma_name))
 
     def _changed(self, key: Key, body: kopf.Body, event_type: str | None) -> bool:
         if event_type == "DELETED":
@@ -225,6 +232,7 @@ class Operator:
             for task in tasks[1:]:
                 task.cancel()
             results = await asyncio.gather(*tasks, return_exceptions=True)
+            await self.events.aclose()
             await self.drift.aclose()
             await self.targets.aclose()
         for result in results[:2]:  # kopf or the queue ended by itself: say why
