@@ -13,34 +13,13 @@ from reconciler.operator.crds import all_crds
 from reconciler.operator.install import install_crds
 from reconciler.operator.resources import API_VERSION, VERSION
 from tests.conftest import KubeTarget
+from tests.helpers.crds import differences, version_of
 
 REFERENCE = Path("/work/shared/reference/crds/lifecycle-manager")
 
 
 def _version(crd: dict[str, Any]) -> dict[str, Any]:
-    return next(v for v in crd["spec"]["versions"] if v["name"] == VERSION)
-
-
-def _differences(ours: dict[str, Any], theirs: dict[str, Any], path: str) -> list[str]:
-    """Every field of ours must exist in theirs with the same type (recursively)."""
-    problems = []
-    if ours.get("type") != theirs.get("type"):
-        problems.append(f"{path}: type {ours.get('type')} != reference {theirs.get('type')}")
-        return problems
-    if ours.get("x-kubernetes-preserve-unknown-fields") != theirs.get(
-        "x-kubernetes-preserve-unknown-fields"
-    ):
-        problems.append(f"{path}: preserve-unknown-fields differs from the reference")
-    if set(ours.get("enum") or []) - set(theirs.get("enum") or ours.get("enum") or []):
-        problems.append(f"{path}: enum {ours['enum']} not within {theirs.get('enum')}")
-    for name, sub in (ours.get("properties") or {}).items():
-        if name not in (theirs.get("properties") or {}):
-            problems.append(f"{path}.{name}: not in the reference")
-            continue
-        problems += _differences(sub, theirs["properties"][name], f"{path}.{name}")
-    if "items" in ours:
-        problems += _differences(ours["items"], theirs.get("items") or {}, f"{path}[]")
-    return problems
+    return version_of(crd, VERSION)
 
 
 @pytest.mark.parametrize("crd", all_crds(), ids=lambda crd: crd["spec"]["names"]["kind"])
@@ -54,7 +33,7 @@ def test_every_supported_field_exists_in_the_reference_with_the_same_type(
     assert reference["spec"]["scope"] == crd["spec"]["scope"]
     ours, theirs = _version(crd), _version(reference)
     assert (
-        _differences(ours["schema"]["openAPIV3Schema"], theirs["schema"]["openAPIV3Schema"], "root")
+        differences(ours["schema"]["openAPIV3Schema"], theirs["schema"]["openAPIV3Schema"], "root")
         == []
     )
     assert (ours.get("subresources") or {}) == (theirs.get("subresources") or {})

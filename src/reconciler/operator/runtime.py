@@ -24,6 +24,7 @@ from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.kubeconfig import load_kubeconfig
+from reconciler.kube.workqueue import WorkQueue
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
 from reconciler.operator.drift import DriftWatch
@@ -31,7 +32,6 @@ from reconciler.operator.events import RemoteEvent, RemoteEvents
 from reconciler.operator.kymas import KymaController
 from reconciler.operator.manifests import ManifestController
 from reconciler.operator.metrics import OperatorMetrics
-from reconciler.operator.queue import WorkQueue
 from reconciler.operator.resources import GROUP, KYMA_NAME, VERSION
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.sources import ModuleSources
@@ -85,7 +85,7 @@ class Operator:
         self.targets = TargetClusters(self.control, control)
         self.sources = ModuleSources(HelmChartProvider(charts))
         core = ComponentReconciler(self.sources)
-        self.queue = WorkQueue(self._handle, workers=self.settings.workers)
+        self.queue = WorkQueue(self._handle, workers=self.settings.workers, part="operator-queue")
         self.drift = DriftWatch(self.queue.add)
         self.metrics = OperatorMetrics()
         self.metrics.watch_sizes(lambda: len(self.targets), lambda: len(self.queue))

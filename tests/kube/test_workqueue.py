@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Hashable
 
-from reconciler.operator.queue import WorkQueue
+from reconciler.kube.workqueue import WorkQueue
 from reconciler.util.polling import poll_until
 
 

@@ -2,7 +2,8 @@
 it is being handled runs once more afterwards, and a key added twice waits for the earlier time.
 
 This is the controller-runtime model (level-triggered: the handler reads the object fresh and
-returns when to look again), which keeps kopf to what it does well here: watching.
+returns when to look again; client-go's `util/workqueue`), which keeps kopf to what it does well
+here: watching. Operator mode and the infrastructure manager share it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ Handler = Callable[[Hashable], Awaitable[float | None]]
 
 
 class WorkQueue:
-    def __init__(self, handler: Handler, *, workers: int = 8, error_delay: float = 5.0) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        workers: int = 8,
+        error_delay: float = 5.0,
+        part: str = "work-queue",
+    ) -> None:
         self.handler = handler
         self.workers = workers
         self.error_delay = error_delay
@@ -31,7 +39,7 @@ class WorkQueue:
         self._dirty: set[Hashable] = set()
         self._seq = itertools.count()
         self._wake = asyncio.Event()
-        self._log = get_logger(part="operator-queue")
+        self._log = get_logger(part=part)
 
     def __len__(self) -> int:
         return len(self._due)
