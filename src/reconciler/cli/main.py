@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from reconciler import __version__
-from reconciler.cli import admin, component, components, devcluster, mothership, operator
+from reconciler.cli import admin, component, components, devcluster, infra, mothership, operator
 
 app = typer.Typer(
     name="reconciler",
@@ -19,6 +19,7 @@ app.add_typer(admin.cluster_app, name="cluster")
 app.add_typer(admin.reconciliation_app, name="reconciliation")
 app.add_typer(component.app, name="component")
 app.add_typer(operator.app, name="operator")
+app.add_typer(infra.app, name="infra")
 app.command()(components.deploy)
 app.command()(components.delete)
 app.command()(components.template)

@@ -14,6 +14,7 @@ import yaml
 from prometheus_client import start_http_server
 
 from reconciler.charts.sources import ChartCache
+from reconciler.cli.crds import print_or_install
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.observability.logging import configure_logging, get_logger
@@ -51,20 +52,7 @@ def install_crds_command(
     ] = False,
 ) -> None:
     """Install the CRDs (or print them with --print)."""
-    if print_only:
-        typer.echo(yaml.safe_dump_all(all_crds(), sort_keys=False), nl=False)
-        return
-
-    async def install() -> list[str]:
-        async with await Cluster.connect(kubeconfig) as cluster:
-            return await install_crds(cluster)
-
-    try:
-        names = asyncio.run(install())
-    except ReconcilerError as exc:
-        raise _fail(str(exc)) from None
-    for name in names:
-        typer.echo(f"installed {name}")
+    print_or_install(kubeconfig, print_only, all_crds(), install_crds)
 
 
 def _stop_within(stop: asyncio.Event, timeout: float) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
-from pydantic.alias_generators import to_camel
+from pydantic import Field, JsonValue
+
+from reconciler.model.resource import Condition, ResourceModel
 
 GROUP = "operator.kyma-project.io"
 VERSION = "v1beta2"
@@ -51,36 +52,18 @@ class CustomResourcePolicy(enum.StrEnum):
     IGNORE = "Ignore"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", use_enum_values=True
-    )
-
-    def dump(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-class Condition(_Model):
-    type: str
-    status: Literal["True", "False", "Unknown"]
-    reason: str
-    message: str
-    last_transition_time: str
-    observed_generation: int | None = Field(default=None, ge=0)
-
-
-class LastOperation(_Model):
+class LastOperation(ResourceModel):
     operation: str
     last_update_time: str | None = None
 
 
-class PartialMeta(_Model):
+class PartialMeta(ResourceModel):
     name: str | None = None
     namespace: str | None = None
     generation: int | None = None
 
 
-class TrackingObject(_Model):
+class TrackingObject(ResourceModel):
     """A reference to a related object, as Kyma's module status lists it."""
 
     api_version: str | None = None
@@ -88,7 +71,7 @@ class TrackingObject(_Model):
     metadata: PartialMeta | None = None
 
 
-class Manager(_Model):
+class Manager(ResourceModel):
     group: str
     version: str
     kind: str
@@ -96,13 +79,13 @@ class Manager(_Model):
     namespace: str | None = None
 
 
-class LabelSelectorRequirement(_Model):
+class LabelSelectorRequirement(ResourceModel):
     key: str
     operator: str
     values: list[str] | None = None
 
 
-class LabelSelector(_Model):
+class LabelSelector(ResourceModel):
     match_labels: dict[str, str] | None = None
     match_expressions: list[LabelSelectorRequirement] | None = None
 
@@ -110,7 +93,7 @@ class LabelSelector(_Model):
 # --- Kyma -------------------------------------------------------------------------------------
 
 
-class Module(_Model):
+class Module(ResourceModel):
     name: str
     managed: bool = True
     channel: str | None = None
@@ -119,13 +102,13 @@ class Module(_Model):
     remote_module_template_ref: str | None = None
 
 
-class KymaSpec(_Model):
+class KymaSpec(ResourceModel):
     channel: str
     modules: list[Module] | None = None
     skip_maintenance_windows: bool | None = None
 
 
-class ModuleStatus(_Model):
+class ModuleStatus(ResourceModel):
     name: str
     state: State
     channel: str | None = None
@@ -139,7 +122,7 @@ class ModuleStatus(_Model):
     resource: TrackingObject | None = None
 
 
-class KymaStatus(_Model):
+class KymaStatus(ResourceModel):
     state: State | None = None
     active_channel: str | None = None
     conditions: list[Condition] | None = None
@@ -150,16 +133,16 @@ class KymaStatus(_Model):
 # --- the catalog ------------------------------------------------------------------------------
 
 
-class ChannelVersion(_Model):
+class ChannelVersion(ResourceModel):
     channel: str
     version: str
 
 
-class Mandatory(_Model):
+class Mandatory(ResourceModel):
     version: str
 
 
-class ModuleReleaseMetaSpec(_Model):
+class ModuleReleaseMetaSpec(ResourceModel):
     module_name: str
     channels: list[ChannelVersion] | None = None
     beta: bool | None = None
@@ -169,7 +152,7 @@ class ModuleReleaseMetaSpec(_Model):
     ocm_component_name: str | None = None
 
 
-class Resource(_Model):
+class Resource(ResourceModel):
     """`rawManifest` (a YAML document stream) or `chart` (a Helm chart): where the module's
     objects come from (local path, http(s) URL, or `oci://` reference)."""
 
@@ -177,30 +160,30 @@ class Resource(_Model):
     link: str
 
 
-class AssociatedResource(_Model):
+class AssociatedResource(ResourceModel):
     group: str
     version: str
     kind: str
 
 
-class CustomStateCheck(_Model):
+class CustomStateCheck(ResourceModel):
     json_path: str
     value: str
     mapped_state: State
 
 
-class Icon(_Model):
+class Icon(ResourceModel):
     name: str
     link: str
 
 
-class Info(_Model):
+class Info(ResourceModel):
     repository: str
     documentation: str
     icons: list[Icon] | None = None
 
 
-class ModuleTemplateSpec(_Model):
+class ModuleTemplateSpec(ResourceModel):
     descriptor: dict[str, Any] = Field(default_factory=dict, json_schema_extra=PRESERVE)
     module_name: str | None = None
     version: str | None = None
@@ -219,13 +202,13 @@ class ModuleTemplateSpec(_Model):
 # --- Manifest ---------------------------------------------------------------------------------
 
 
-class InstallInfo(_Model):
+class InstallInfo(ResourceModel):
     name: str
     source: dict[str, Any] = Field(json_schema_extra=PRESERVE)
     """Ours: `{"type": "helm-chart" | "raw-manifest", "url": <link>}` (ImageSpec fields kept)."""
 
 
-class ImageSpec(_Model):
+class ImageSpec(ResourceModel):
     name: str | None = None
     ref: str | None = None
     repo: str | None = None
@@ -233,7 +216,7 @@ class ImageSpec(_Model):
     cred_secret_selector: LabelSelector | None = None
 
 
-class ManifestSpec(_Model):
+class ManifestSpec(ResourceModel):
     remote: bool
     install: InstallInfo
     version: str | None = None
@@ -244,7 +227,7 @@ class ManifestSpec(_Model):
     localized_images: list[str] | None = None
 
 
-class SyncedObject(_Model):
+class SyncedObject(ResourceModel):
     """One object the module installed (what a new version that drops it prunes).
 
     `group` and `namespace` are left out when empty (core group, cluster-scoped object):
@@ -258,7 +241,7 @@ class SyncedObject(_Model):
     namespace: str | None = None
 
 
-class ManifestStatus(_Model):
+class ManifestStatus(ResourceModel):
     state: State
     conditions: list[Condition] | None = None
     last_operation: LastOperation | None = None
@@ -274,8 +257,8 @@ class Kind:
     kind: ClassVar[str]
     plural: ClassVar[str]
     short_names: ClassVar[tuple[str, ...]] = ()
-    spec: ClassVar[type[_Model]]
-    status: ClassVar[type[_Model] | None] = None
+    spec: ClassVar[type[ResourceModel]]
+    status: ClassVar[type[ResourceModel] | None] = None
     state_column: ClassVar[bool] = False
 
 

@@ -1,0 +1,1 @@
+"""The infrastructure manager: `Runtime` resources become Gardener Shoots and kubeconfig Secrets."""

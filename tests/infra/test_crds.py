@@ -1,0 +1,81 @@
+"""Runtime and GardenerCluster CRDs: compatible with KIM's, served by Kubernetes 1.20."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reconciler.infra.crds import all_crds
+from reconciler.infra.install import install_crds
+from reconciler.infra.resources import VERSION
+from reconciler.kube.cluster import Cluster
+from tests.conftest import KubeTarget
+from tests.helpers.crds import differences, version_of
+from tests.infra.samples import runtime, worker
+
+REFERENCE = Path("/work/shared/reference/crds/infrastructure-manager")
+WORKERS = "root.spec.shoot.provider.{}[]"
+KEPT = {WORKERS.format("workers"), WORKERS.format("additionalWorkers")}
+"""Worker pools keep the Gardener fields we do not model (the reference spells them all out)."""
+
+
+def _reference(crd: dict[str, Any]) -> dict[str, Any]:
+    name = f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"
+    return dict(yaml.safe_load((REFERENCE / name).read_text()))
+
+
+@pytest.mark.parametrize("crd", all_crds(), ids=lambda crd: crd["spec"]["names"]["kind"])
+def test_every_field_exists_in_the_reference_with_the_same_type(crd: dict[str, Any]) -> None:
+    reference = _reference(crd)
+    assert reference["metadata"]["name"] == crd["metadata"]["name"]
+    assert reference["spec"]["scope"] == crd["spec"]["scope"]
+    assert reference["spec"]["names"] == crd["spec"]["names"]
+    ours, theirs = version_of(crd, VERSION), version_of(reference, VERSION)
+    schema_ours = ours["schema"]["openAPIV3Schema"]
+    schema_theirs = theirs["schema"]["openAPIV3Schema"]
+    assert differences(schema_ours, schema_theirs, "root", KEPT) == []
+    assert ours["subresources"] == theirs["subresources"]
+    assert ours["additionalPrinterColumns"] == theirs["additionalPrinterColumns"]
+
+
+@pytest.mark.parametrize("crd", all_crds(), ids=lambda crd: crd["spec"]["names"]["kind"])
+def test_every_reference_field_down_to_the_worker_pools_is_supported(crd: dict[str, Any]) -> None:
+    """Nothing of an existing Runtime is pruned: every reference field exists in ours, except
+    below the worker pools, which keep unknown fields as they are."""
+    missing: list[str] = []
+
+    def walk(theirs: dict[str, Any], ours: dict[str, Any], path: str) -> None:
+        if path in KEPT or ours.get("x-kubernetes-preserve-unknown-fields"):
+            return
+        for name, sub in (theirs.get("properties") or {}).items():
+            if name not in (ours.get("properties") or {}):
+                missing.append(f"{path}.{name}")
+            else:
+                walk(sub, ours["properties"][name], f"{path}.{name}")
+        if "items" in theirs and "items" in ours:
+            walk(theirs["items"], ours["items"], f"{path}[]")
+
+    reference = version_of(_reference(crd), VERSION)["schema"]["openAPIV3Schema"]
+    walk(reference, version_of(crd, VERSION)["schema"]["openAPIV3Schema"], "root")
+    assert missing == []
+
+
+async def test_crds_install_on_kubernetes_1_20_and_keep_unmodelled_worker_fields(
+    kube_cluster: KubeTarget, namespace: str
+) -> None:
+    async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
+        names = await install_crds(cluster)
+        assert sorted(names) == [
+            "gardenerclusters.infrastructuremanager.kyma-project.io",
+            "runtimes.infrastructuremanager.kyma-project.io",
+        ]
+        assert await install_crds(cluster) == names  # idempotent
+        pool = worker(cri={"name": "containerd"}, maxSurge="25%")
+        live = await cluster.apply(runtime("rt-1", namespace, workers=[pool]))
+        kept = live.raw["spec"]["shoot"]["provider"]["workers"][0]
+        assert kept["cri"] == {"name": "containerd"}
+        assert kept["maxSurge"] == "25%"
+        assert kept["maxUnavailable"] == 0
