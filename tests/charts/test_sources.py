@@ -178,6 +178,14 @@ def test_credentials_in_urls_are_redacted() -> None:
             "oci://localhost:5000/a/b/istio:1.0.0-rc.1",
             OciReference("oci://localhost:5000/a/b/istio", "1.0.0-rc.1"),
         ),
+        (
+            f"oci://localhost:5000/istio@sha256:{'a' * 64}",
+            OciReference("oci://localhost:5000/istio", None, f"sha256:{'a' * 64}"),
+        ),
+        (
+            f"oci://localhost:5000/istio:1.2@sha256:{'a' * 64}",
+            OciReference("oci://localhost:5000/istio", "1.2", f"sha256:{'a' * 64}"),
+        ),
     ],
 )
 def test_oci_references_are_split_into_repository_and_version(
@@ -186,7 +194,16 @@ def test_oci_references_are_split_into_repository_and_version(
     assert parse_oci_reference(source) == expected
 
 
-@pytest.mark.parametrize("source", ["oci://registry.example.com", "oci://host/", "oci://host/:1.0"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "oci://registry.example.com",
+        "oci://host/",
+        "oci://host/:1.0",
+        "oci://host/chart@sha256:abc",
+        "oci://host/chart:1.0@md5:0123",
+    ],
+)
 def test_malformed_oci_references_are_rejected(source: str) -> None:
     with pytest.raises(ChartError, match=source):
         parse_oci_reference(source)

@@ -1,9 +1,10 @@
 """Chart sources: turning a task's chart reference into a local chart directory.
 
 A source is a local chart directory (used in place), a local `.tgz`, an `http(s)://` URL of a
-`.tgz` or an `oci://registry/repo/chart:version` reference. Archives land in a content-addressed
-cache (`root/<sha256>/`); a small index remembers which digest a URL (or versioned OCI
-reference) resolved to, so it is downloaded once per cache, and concurrent fetches of one source
+`.tgz` or an `oci://registry/repo/chart[:version][@sha256:...]` reference (pulled by Helm; plain
+HTTP for loopback registries, see `oci.py`). Archives land in a content-addressed cache
+(`root/<sha256>/`); a small index remembers which digest a URL (or versioned or digest-pinned
+OCI reference) resolved to, so it is downloaded once per cache, and concurrent fetches of one source
 share a single download. The cache is bounded (`max_bytes`, least recently used entries go
 first; see `cache_quota.py`). Credentials in URLs never reach error messages.
 """
@@ -16,7 +17,6 @@ import json
 import os
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlsplit, urlunsplit
@@ -32,7 +32,10 @@ from reconciler.charts.archive import (
     find_chart_dir,
     sha256_file,
 )
+from reconciler.charts.oci import OciReference, is_loopback, parse_oci_reference
 from reconciler.errors import ChartError
+
+__all__ = ["ChartCache", "OciReference", "parse_oci_reference", "redact"]
 
 MAX_DOWNLOAD_BYTES = 256 * 1024 * 1024
 DEFAULT_MAX_CACHE_BYTES = 2 * 1024 * 1024 * 1024
@@ -45,29 +48,6 @@ class _SourceIndex(BaseModel):
     """`root/sources.json`: which digest each immutable remote source resolved to."""
 
     sources: dict[str, str] = {}
-
-
-@dataclass(frozen=True)
-class OciReference:
-    repository: str
-    """`oci://registry/path/chart`, as helm pulls it."""
-    version: str | None
-
-
-def parse_oci_reference(source: str) -> OciReference:
-    """Split `oci://registry[:port]/path/chart[:version]` into repository and version."""
-    rest = source.removeprefix("oci://")
-    host, _, path = rest.partition("/")
-    if not source.startswith("oci://") or not host or not path or path.endswith("/"):
-        raise ChartError(
-            f"chart source {source}: expected oci://registry/repository/chart[:version]"
-        )
-    head, _, last = path.rpartition("/")
-    name, _, version = last.partition(":")
-    if not name:
-        raise ChartError(f"chart source {source}: the reference names no chart")
-    prefix = f"{head}/" if head else ""
-    return OciReference(f"oci://{host}/{prefix}{name}", version or None)
 
 
 def redact(url: str) -> str:
@@ -215,7 +195,7 @@ class ChartCache:
 
     async def _fetch_oci(self, source: str) -> Path:
         reference = parse_oci_reference(source)
-        if reference.version is not None:
+        if reference.pinned:
             cached = await self._cached(source)
             if cached is not None:
                 return cached
@@ -223,22 +203,28 @@ class ChartCache:
             from helm_python import HelmError, pull
         except Exception as exc:  # the native library raises its own error types on import
             raise ChartError(f"chart source {source}: helm_python unavailable: {exc}") from exc
+        # Helm takes a digest only inside the reference (`chart:1.0@sha256:...`), not as version
+        chart_ref, version = (
+            (str(reference), None)
+            if reference.digest
+            else (reference.repository, reference.version)
+        )
         staging = await asyncio.to_thread(self._staging_dir)
         with tempfile.TemporaryDirectory(dir=staging, prefix="oci-") as pulled:
             try:
                 await asyncio.to_thread(
                     pull,
-                    reference.repository,
-                    version=reference.version,
+                    chart_ref,
+                    version=version,
                     destination=pulled,
-                    plain_http=self._oci_plain_http,
+                    plain_http=self._oci_plain_http or is_loopback(reference.host),
                 )
             except HelmError as exc:
                 raise ChartError(f"chart source {source}: pull failed: {exc}") from exc
             archive = Path(pulled, f"{reference.repository.rpartition('/')[2]}.tgz")
             digest = await asyncio.to_thread(_single_archive, source, Path(pulled), archive)
             chart = await self._extract(archive, digest, source)
-        if reference.version is not None:
+        if reference.pinned:
             await self._remember(source, digest)
         return chart
 
