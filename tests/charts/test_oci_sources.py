@@ -64,19 +64,11 @@ async def test_a_pinned_reference_is_served_from_the_cache_once_the_registry_is_
     assert await ChartCache(tmp_path / "cache").fetch(source) == first
 
 
-async def test_a_missing_version_is_an_error_naming_the_reference(
-    oci_registry: str, repository: str, tmp_path: Path
+@pytest.mark.parametrize("missing", [":9.9.9", f"@sha256:{'0' * 64}"])
+async def test_a_version_or_digest_the_registry_lacks_is_an_error_naming_the_reference(
+    oci_registry: str, repository: str, tmp_path: Path, missing: str
 ) -> None:
     push_chart(oci_registry, PLAIN, repository, tmp_path / "pkg")
-    source = f"oci://{oci_registry}/{repository}/plain:9.9.9"
-    with pytest.raises(ChartError, match=rf"{source}: pull failed: .*not found"):
-        await ChartCache(tmp_path / "cache").fetch(source)
-
-
-async def test_a_digest_the_registry_does_not_hold_is_an_error(
-    oci_registry: str, repository: str, tmp_path: Path
-) -> None:
-    push_chart(oci_registry, PLAIN, repository, tmp_path / "pkg")
-    source = f"oci://{oci_registry}/{repository}/plain@sha256:{'0' * 64}"
+    source = f"oci://{oci_registry}/{repository}/plain{missing}"
     with pytest.raises(ChartError, match=rf"{source}: pull failed: .*not found"):
         await ChartCache(tmp_path / "cache").fetch(source)
