@@ -130,3 +130,37 @@ async def test_token_comes_from_a_file_or_the_environment_not_only_the_command_l
     empty = await cli(*listed, "--token-file", str(tmp_path / "empty"))
     assert empty.exit_code == 2
     assert "is empty" in empty.output
+
+
+async def test_rollback_to_an_earlier_version_and_see_it_in_configs_and_history(
+    tmp_path: Path,
+) -> None:
+    configure_logging(json_lines=True)
+    tokens = Tokens.write(tmp_path)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    async with served_api(tmp_path, tokens) as (engine, url):
+        admin = ("--url", url, "--token", tokens.by_role[Role.ADMIN])
+        register = ("cluster", "register", "rt-back", "--kubeconfig", str(kubeconfig))
+        for version in ("1.0", "2.0"):
+            await cli(*register, "-w", str(EXAMPLES), "--kyma-version", version, *admin)
+        operator = ("--url", url, "--token", tokens.by_role[Role.OPERATOR])
+        denied = await cli("cluster", "rollback", "rt-back", "--to", "1", *operator)
+        assert denied.exit_code == 1
+        assert "403" in denied.output
+
+        rolled = as_json(
+            await cli("cluster", "rollback", "rt-back", "--to", "1", *admin, "-o", "json")
+        )
+        assert (rolled["configurationVersion"], rolled["restoredFrom"]) == (3, 1)
+        state = await engine.service.cluster("rt-back")
+        assert (state.spec.kyma_config.version, state.restored_from) == ("1.0", 1)
+
+        configs = await cli("cluster", "configs", "rt-back", *admin)
+        assert configs.exit_code == 0, configs.output
+        assert "3 (rollback to 1)" in configs.stdout
+        history = await cli("cluster", "history", "rt-back", *admin)
+        assert "(rollback to 1)" in history.stdout
+        unknown = await cli("cluster", "rollback", "rt-back", "--to", "99", *admin)
+        assert unknown.exit_code == 1
+        assert "404: configuration version 99 of cluster rt-back not found" in unknown.output

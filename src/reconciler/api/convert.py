@@ -17,6 +17,7 @@ from reconciler.model.cluster import (
     ClusterSpec,
     ClusterState,
     ComponentConfig,
+    ConfigVersion,
     KymaConfig,
     StatusChange,
 )
@@ -124,7 +125,11 @@ def status_changes(changes: Sequence[StatusChange]) -> s.StatusChangesResponse:
     return s.StatusChangesResponse(
         statusChanges=[
             s.StatusChangeOut(
-                started=c.started, duration=nanoseconds(c.duration), status=c.status.public
+                started=c.started,
+                duration=nanoseconds(c.duration),
+                status=c.status.public,
+                configVersion=c.config_version or None,
+                restoredFrom=c.restored_from,
             )
             for c in changes
         ]
@@ -155,7 +160,22 @@ def operation(op: Operation) -> s.OperationOut:
         created=op.created,
         updated=op.updated,
         type=op.type.value,
+        blocker=op.blocker,
     )
+
+
+def config_versions(versions: Sequence[ConfigVersion]) -> list[s.ConfigVersionOut]:
+    return [
+        s.ConfigVersionOut(
+            version=v.version,
+            clusterVersion=v.cluster_version,
+            kymaVersion=v.kyma_version,
+            kymaProfile=v.kyma_profile,
+            created=v.created,
+            restoredFrom=v.restored_from,
+        )
+        for v in versions
+    ]
 
 
 def reconciliation_info(item: Reconciliation, ops: Sequence[Operation]) -> s.ReconciliationInfo:

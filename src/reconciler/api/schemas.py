@@ -225,6 +225,33 @@ class StatusChangeOut(BaseModel):
     started: dt.datetime
     duration: int = Field(description="Nanoseconds (Go's time.Duration).")
     status: ClusterStatus
+    configVersion: int | None = Field(
+        default=None, description="The configuration version the status belongs to."
+    )
+    restoredFrom: int | None = Field(
+        default=None,
+        description="Set when that configuration version is a rollback: the version it restored.",
+    )
+
+
+class ConfigVersionOut(BaseModel):
+    """One configuration version of a cluster (`GET /v1/clusters/{runtimeID}/configs`)."""
+
+    version: int
+    clusterVersion: int
+    kymaVersion: str
+    kymaProfile: str
+    created: dt.datetime
+    restoredFrom: int | None = Field(
+        default=None, description="The version a rollback copied; null for a version sent."
+    )
+
+
+class RollbackResponse(ClusterResponse):
+    """The cluster after a rollback: `configurationVersion` is the new version, a copy of
+    `restoredFrom`."""
+
+    restoredFrom: int
 
 
 class StatusChangesResponse(BaseModel):
@@ -252,6 +279,12 @@ class OperationOut(BaseModel):
     created: dt.datetime
     updated: dt.datetime
     type: str
+    blocker: str = Field(
+        default="",
+        description="What keeps the component from being ready while it runs or after it failed:"
+        " the blocking object and its condition (`deployment kyma-system/x: 0/1 replicas"
+        " available`); empty when nothing blocks. Not in the original API.",
+    )
 
 
 class ReconciliationInfo(BaseModel):

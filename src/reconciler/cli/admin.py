@@ -214,9 +214,82 @@ def cluster_history(
         ca_file,
         params={"offset": offset},
     )
-    table = Table("started", "status", "duration")
+    table = Table("started", "status", "duration", "config v")
     for change in data["statusChanges"]:
-        table.add_row(change["started"], change["status"], f"{change['duration'] / 1e9:.1f}s")
+        table.add_row(
+            change["started"],
+            change["status"],
+            f"{change['duration'] / 1e9:.1f}s",
+            _config_version(change.get("configVersion"), change.get("restoredFrom")),
+        )
+    _print(data, output, table)
+
+
+def _config_version(version: int | None, restored_from: int | None) -> str:
+    """`7`, or `7 (rollback to 3)` for a version a rollback stored."""
+    text = "" if version is None else str(version)
+    return f"{text} (rollback to {restored_from})" if restored_from else text
+
+
+@cluster_app.command("configs")
+def cluster_configs(
+    runtime_id: str,
+    last: Annotated[int, typer.Option(help="Only the newest N.")] = 20,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Configuration versions of one cluster, newest first; rollbacks name their source."""
+    data = _call(
+        "GET",
+        url,
+        f"/v1/clusters/{runtime_id}/configs",
+        _bearer(token, token_file),
+        ca_file,
+        params={"last": last},
+    )
+    table = Table("config v", "created", "kyma version", "profile", "cluster v")
+    for item in data:
+        table.add_row(
+            _config_version(item["version"], item.get("restoredFrom")),
+            item["created"],
+            item["kymaVersion"],
+            item["kymaProfile"],
+            str(item["clusterVersion"]),
+        )
+    _print(data, output, table)
+
+
+@cluster_app.command("rollback")
+def cluster_rollback(
+    runtime_id: str,
+    to: Annotated[
+        int, typer.Option("--to", min=1, help="The configuration version to go back to.")
+    ],
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Reconcile a cluster to an earlier configuration version (stored as a new version that
+    names it; admin role). See `cluster configs` for the versions."""
+    data = _call(
+        "POST",
+        url,
+        f"/v1/clusters/{runtime_id}/config/{to}/restore",
+        _bearer(token, token_file),
+        ca_file,
+    )
+    table = Table("runtime", "status", "config v", "status URL")
+    table.add_row(
+        data["cluster"],
+        data["status"],
+        _config_version(data["configurationVersion"], data["restoredFrom"]),
+        data["statusURL"],
+    )
     _print(data, output, table)
 
 

@@ -109,6 +109,8 @@ class ClusterState(_Model):
     status_changed: dt.datetime
     spec: ClusterSpec
     deleted: bool = False
+    restored_from: int | None = None
+    """The configuration version this one is a rollback to (None: sent by a client)."""
 
 
 def _digest(data: Any) -> str:
@@ -134,3 +136,19 @@ class StatusChange:
     status: ClusterStatus
     started: dt.datetime
     duration: dt.timedelta
+    config_version: int = 0
+    restored_from: int | None = None
+    """Set when `config_version` is a rollback: the version it restored."""
+
+
+@dataclass(frozen=True)
+class ConfigVersion:
+    """One entry of a cluster's configuration history (without the configuration itself)."""
+
+    version: int
+    cluster_version: int
+    kyma_version: str
+    kyma_profile: str
+    created: dt.datetime
+    restored_from: int | None = None
+    """The version a rollback copied; None for a version a client sent."""

@@ -32,6 +32,9 @@ class Operation:
     worker: str
     created: dt.datetime
     updated: dt.datetime
+    blocker: str = ""
+    """The latest object that kept the component from being ready, with its condition
+    (`deployment kyma-system/x: 0/1 replicas available`); empty when nothing blocks."""
 
     @property
     def key(self) -> tuple[str, str]:

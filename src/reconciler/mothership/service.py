@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 from reconciler.errors import ConflictError, ForbiddenError, NotFoundError
 from reconciler.kube import kubeconfig
-from reconciler.model.cluster import ClusterSpec, ClusterState, Head, StatusChange
+from reconciler.model.cluster import (
+    ClusterSpec,
+    ClusterState,
+    ConfigVersion,
+    Head,
+    StatusChange,
+)
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.remote import CallbackMessage
 from reconciler.model.status import ClusterStatus, OperationState, StatusTransitionError
@@ -70,6 +76,19 @@ class MothershipService:
         state = await self.inventory.set_status(runtime_id, S.DELETE_PENDING)
         await self.notifier.notify(Channel.CLUSTERS)
         return state
+
+    async def restore_config(self, runtime_id: str, config_version: int) -> ClusterState:
+        """Roll the cluster back to an earlier configuration: a new version equal to
+        `config_version`, marked as restored from it, and a reconciliation of it scheduled
+        (a disabled cluster stores it and stays disabled). NotFoundError for an unknown
+        cluster or version, ConflictError for a cluster being deleted."""
+        state = await self.inventory.restore(runtime_id, config_version)
+        await self.notifier.notify(Channel.CLUSTERS)
+        return state
+
+    async def configs(self, runtime_id: str, *, last: int = 100) -> list[ConfigVersion]:
+        """The cluster's configuration history, newest first (rollbacks name their source)."""
+        return await self.inventory.configs(runtime_id, last=last)
 
     async def clusters(self) -> list[Head]:
         """Every cluster that is not deleted: latest versions and status."""

@@ -111,6 +111,35 @@ class InventoryRepository(InventoryHistory):
             )
             return await self._state(conn, head), True
 
+    async def restore(self, runtime_id: str, config_version: int) -> ClusterState:
+        """Roll back: store a new configuration version equal to `config_version` (marked as
+        restored from it, secret values sealed afresh) on the current kubeconfig, and make the
+        cluster `reconcile_pending` (a disabled one stays disabled, as on an upsert). One
+        transaction: an unknown cluster or version (NotFoundError) or a cluster being deleted
+        (ConflictError) leaves nothing behind."""
+        async with self.exclusive(runtime_id) as conn:
+            head = await self._head(conn, runtime_id, lock=True)
+            if head is None:
+                raise NotFoundError(f"cluster {runtime_id} not found")
+            if head.status.deleting:
+                raise ConflictError(
+                    f"cluster {runtime_id} is {head.status}: a deleted cluster cannot be"
+                    " rolled back"
+                )
+            spec = (await self._state(conn, head, config_version)).spec
+            now = self.clock()
+            fingerprint = self.cipher.fingerprint(spec.kyma_config.fingerprint())
+            restored = await self._insert_config(
+                conn, spec, head.cluster_version, fingerprint, now, restored_from=config_version
+            )
+            status = ClusterStatus.RECONCILE_PENDING
+            if head.status is ClusterStatus.RECONCILE_DISABLED:
+                status = ClusterStatus.RECONCILE_DISABLED
+            head = await self._write_status(
+                conn, runtime_id, head.cluster_version, restored, status, now
+            )
+            return await self._state(conn, head)
+
     async def set_status(
         self,
         runtime_id: str,
@@ -216,6 +245,8 @@ class InventoryRepository(InventoryHistory):
         cluster_version: int,
         fingerprint: str,
         now: dt.datetime,
+        *,
+        restored_from: int | None = None,
     ) -> int:
         kyma = spec.kyma_config
         result = await conn.execute(
@@ -229,6 +260,7 @@ class InventoryRepository(InventoryHistory):
                 fingerprint=fingerprint,
                 deleted=False,
                 created=now,
+                restored_from=restored_from,
             )
         )
         return int(result.inserted_primary_key[0])  # type: ignore[index]
@@ -317,6 +349,7 @@ class InventoryRepository(InventoryHistory):
             status_changed=head.status_changed,
             spec=spec,
             deleted=bool(config_row["deleted"]),
+            restored_from=config_row["restored_from"],
         )
 
     async def head_status(self, runtime_id: str, conn: AsyncConnection) -> ClusterStatus | None:

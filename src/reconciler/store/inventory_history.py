@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from reconciler.errors import NotFoundError
-from reconciler.model.cluster import StatusChange
+from reconciler.model.cluster import ConfigVersion, StatusChange
 from reconciler.model.status import ClusterStatus
 from reconciler.store.retention import beyond_newest
 from reconciler.store.tables import cluster_configs, cluster_heads, cluster_statuses, clusters
@@ -28,7 +28,15 @@ class InventoryHistory:
         """Newest first; each with how long the cluster stayed in that status."""
         cutoff = self.clock() - since
         query = (
-            sa.select(cluster_statuses.c.status, cluster_statuses.c.created)
+            sa.select(
+                cluster_statuses.c.status,
+                cluster_statuses.c.created,
+                cluster_statuses.c.config_version,
+                cluster_configs.c.restored_from,
+            )
+            .outerjoin(
+                cluster_configs, cluster_configs.c.version == cluster_statuses.c.config_version
+            )
             .where(cluster_statuses.c.runtime_id == runtime_id)
             .order_by(cluster_statuses.c.id.desc())
         )
@@ -41,13 +49,42 @@ class InventoryHistory:
             rows = (await conn.execute(query)).all()
         changes: list[StatusChange] = []
         until = self.clock()
-        for status, created in rows:
+        for status, created, config_version, restored_from in rows:
             started = aware(created)
             if started < cutoff:
                 break
-            changes.append(StatusChange(ClusterStatus(status), started, until - started))
+            changes.append(
+                StatusChange(
+                    ClusterStatus(status), started, until - started, config_version, restored_from
+                )
+            )
             until = started
         return changes
+
+    async def configs(self, runtime_id: str, *, last: int = 100) -> list[ConfigVersion]:
+        """The newest `last` configuration versions of the cluster, newest first, each with
+        the version it restored when it is a rollback."""
+        query = (
+            sa.select(cluster_configs)
+            .where(cluster_configs.c.runtime_id == runtime_id)
+            .order_by(cluster_configs.c.version.desc())
+            .limit(last)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+        if not rows:
+            raise NotFoundError(f"cluster {runtime_id} not found")
+        return [
+            ConfigVersion(
+                version=row["version"],
+                cluster_version=row["cluster_version"],
+                kyma_version=row["kyma_version"],
+                kyma_profile=row["kyma_profile"],
+                created=aware(row["created"]),
+                restored_from=row["restored_from"],
+            )
+            for row in rows
+        ]
 
     async def history(self, runtime_id: str) -> dict[str, int]:
         """How many versions of each kind the inventory keeps for the cluster."""

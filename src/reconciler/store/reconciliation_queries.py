@@ -39,6 +39,7 @@ def operation_from_row(row: Any) -> Operation:
         worker=row["worker"],
         created=aware(row["created"]),
         updated=aware(row["updated"]),
+        blocker=row.get("blocker") or "",
     )
 
 

@@ -60,6 +60,8 @@ cluster_configs = sa.Table(
     sa.Column("fingerprint", sa.String(64), nullable=False),
     sa.Column("deleted", sa.Boolean, nullable=False, default=False),
     sa.Column("created", Timestamp, nullable=False),
+    # the version a rollback copied (NULL: sent by a client)
+    sa.Column("restored_from", sa.BigInteger, nullable=True),
     sa.Index(None, "runtime_id", "version"),
 )
 
@@ -141,6 +143,8 @@ operations = sa.Table(
     sa.Column("not_before", Timestamp, nullable=False),
     # SHA-256 (hex) of the callback secret of the latest hand-over to a component reconciler
     sa.Column("callback_secret_hash", sa.String(64), nullable=True),
+    # the latest object that kept the component from being ready, with its condition
+    sa.Column("blocker", sa.Text, nullable=False, default="", server_default=""),
     sa.Index(None, "state", "not_before"),
     sa.Index(None, "runtime_id"),
 )

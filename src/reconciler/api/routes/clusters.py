@@ -1,4 +1,5 @@
-"""`/v1/clusters...`: upsert, delete, state, status (read and set), configuration, history.
+"""`/v1/clusters...`: upsert, delete, state, status (read and set), configuration, history,
+rollback to an earlier configuration version.
 
 An upsert is checked completely before anything is stored: body shape (FastAPI/pydantic), the
 kubeconfig (parsed, no host access), the pluggable spec validator (unknown components) and,
@@ -163,6 +164,39 @@ async def cluster_config(
     """The Kyma configuration of that version (secret values redacted)."""
     state = await ctx.service.cluster_at(runtime_id, config_version)
     return convert.kyma_config(state.spec.kyma_config)
+
+
+@router.get(
+    "/clusters/{runtimeID}/configs",
+    dependencies=[requires(Role.VIEWER)],
+    responses=errors(400, 404, *AUTHED),
+)
+async def cluster_configs(
+    runtime_id: RuntimeID,
+    ctx: Ctx,
+    last: Annotated[int, Query(ge=1, le=1000, description="How many, newest first")] = 100,
+) -> list[s.ConfigVersionOut]:
+    """The cluster's configuration versions, newest first; a rollback names the version it
+    restored (`restoredFrom`). Not in the original API."""
+    return convert.config_versions(await ctx.service.configs(runtime_id, last=last))
+
+
+@router.post(
+    "/clusters/{runtimeID}/config/{configVersion}/restore",
+    status_code=201,
+    dependencies=[requires(Role.ADMIN)],
+    responses=errors(400, 404, 409, *AUTHED),
+)
+async def restore_config(
+    runtime_id: RuntimeID, config_version: ConfigVersion, request: Request, ctx: Ctx
+) -> s.RollbackResponse:
+    """Roll back: store a new configuration version equal to `configVersion` and reconcile
+    the cluster to it (a disabled cluster keeps it until enabled). 404 for an unknown cluster
+    or version, 409 for a cluster being deleted; nothing is stored then. Not in the original
+    API."""
+    state = await ctx.service.restore_config(runtime_id, config_version)
+    answer = await _respond(ctx, request, state)
+    return s.RollbackResponse(**answer.model_dump(), restoredFrom=config_version)
 
 
 async def config_status(
