@@ -81,6 +81,7 @@ def _issue(
     ca: bool = False,
     usage: x509.ObjectIdentifier | None = None,
     san: x509.SubjectAlternativeName | None = None,
+    validity: dt.timedelta = _VALIDITY,
 ) -> x509.Certificate:
     now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
     builder = (
@@ -90,7 +91,7 @@ def _issue(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now)
-        .not_valid_after(now + _VALIDITY)
+        .not_valid_after(now + dt.timedelta(minutes=5) + validity)
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
     )
     if ca:
@@ -163,3 +164,24 @@ def generate_pki(directory: Path) -> Pki:
         sa_key.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo),
     )
     return pki
+
+
+def issue_client(
+    pki: Pki, common_name: str, organization: str, validity: dt.timedelta
+) -> tuple[bytes, bytes, dt.datetime]:
+    """A client certificate of the cluster's CA (PEM certificate, PEM key, expiry): short-lived
+    credentials, as Gardener's admin kubeconfigs are."""
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = _issue(
+        _name(common_name, organization),
+        key,
+        ca_cert.subject,
+        ca_key,
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+        validity=validity,
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    return pem, _key_pem(key), cert.not_valid_after_utc

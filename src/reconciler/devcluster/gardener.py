@@ -1,0 +1,425 @@
+"""A Gardener simulator on the test bed: the garden cluster is a test apiserver with the Shoot CRD,
+a controller advances each Shoot's `status.lastOperation` as Gardener would, and a small reverse
+proxy in front of the garden apiserver answers what a CRD cannot: the `adminkubeconfig`
+subresource (with a real, short-lived kubeconfig of another test apiserver acting as the shoot)
+and Gardener's refusal to delete a Shoot without the deletion-confirmation annotation.
+
+Why a proxy rather than an aggregated APIService: an aggregated API needs the garden apiserver
+to reach a TLS server with front-proxy certificates and to own the whole `core.gardener.cloud`
+group (the Shoot CRD could not be served next to it). The proxy keeps the CRD, speaks Gardener's
+own REST paths, and the infrastructure manager's garden kubeconfig simply points at it: the
+client cannot tell. Everything else is forwarded unchanged (no watches: the manager polls).
+
+Faults are driven by annotations on the Shoot (`FAULT`: `quota` and `rate-limit` hold the
+operation in Gardener's retryable `Error` state until the annotation goes, `error` fails it for
+good; `DURATION`: seconds an operation takes), and by `throttle(n)`: the next n proxied requests
+are answered 429, as an overloaded Gardener API does. Test tooling and demo only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import datetime as dt
+import functools
+import json
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import uvicorn
+import yaml
+from lightkube.config.client_adapter import ConnectionParams
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from reconciler.devcluster.pki import Pki, issue_client
+from reconciler.devcluster.ports import free_ports
+from reconciler.errors import ReconcilerError
+from reconciler.kube import crdgen
+from reconciler.kube.client import KubeClient
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.kubeconfig import load_kubeconfig
+
+GROUP = "core.gardener.cloud"
+API = f"/apis/{GROUP}/v1beta1"
+FAULT = "simulator.reconciler.kyma-project.io/fault"
+DURATION = "simulator.reconciler.kyma-project.io/duration"
+DELETION_CONFIRMATION = "confirmation.gardener.cloud/deletion"
+FINALIZER = "gardener"
+ERROR_CODES = {
+    "quota": "ERR_INFRA_QUOTA_EXCEEDED",
+    "rate-limit": "ERR_INFRA_RATE_LIMITS_EXCEEDED",
+    "error": "ERR_CONFIGURATION_PROBLEM",
+}
+_SHOOT = re.compile(rf"^{API}/namespaces/([^/]+)/shoots/([^/]+)(/adminkubeconfig)?$")
+_PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def shoot_crd() -> dict[str, Any]:
+    """Gardener's Shoot, as much as the simulator reads (the rest is kept as written)."""
+    status = {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "properties": {
+            "observedGeneration": {"type": "integer"},
+            "lastOperation": _PRESERVE,
+            "lastErrors": {"type": "array", "items": _PRESERVE},
+        },
+    }
+    schema = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": _PRESERVE,
+            "status": status,
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"shoots.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": "Shoot",
+                "listKind": "ShootList",
+                "plural": "shoots",
+                "singular": "shoot",
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1beta1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _status(code: int, reason: str, message: str) -> JSONResponse:
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    return JSONResponse(body, status_code=code)
+
+
+class GardenerSimulator:
+    """Start with `start()` (returns the kubeconfig clients use), stop with `stop()`."""
+
+    def __init__(
+        self,
+        garden_kubeconfig: Path,
+        shoot_kubeconfig: Path,
+        workdir: Path,
+        *,
+        duration: float = 0.2,
+    ) -> None:
+        self.garden_kubeconfig = garden_kubeconfig
+        self.shoot_kubeconfig = shoot_kubeconfig
+        self.workdir = workdir
+        self.duration = duration
+        self.requests: Counter[str] = Counter()
+        """Proxied requests by `METHOD resource` (e.g. `POST shoots`, `POST adminkubeconfig`)."""
+        self.request_times: list[float] = []
+        self.kubeconfigs_issued = 0
+        self._throttle = 0
+        self._operations: dict[tuple[str, str], tuple[Any, asyncio.Task[None]]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._server: uvicorn.Server | None = None
+        self.garden = KubeClient.from_kubeconfig(garden_kubeconfig)
+        self._upstream = httpx2.AsyncClient(
+            **ConnectionParams(timeout=httpx2.Timeout(30.0), trust_env=False).httpx_params(
+                load_kubeconfig(garden_kubeconfig)
+            )
+        )
+
+    def throttle(self, requests: int) -> None:
+        """Answer the next `requests` proxied requests with 429 Too Many Requests."""
+        self._throttle = requests
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "garden-kubeconfig"
+
+    async def start(self) -> Path:
+        async with await Cluster.connect(self.garden_kubeconfig) as cluster:
+            await crdgen.install_crds(cluster, [shoot_crd()], field_manager="gardener-simulator")
+        (port,) = free_ports(1)
+        app = Starlette(
+            routes=[
+                Route(
+                    "/{path:path}", self._proxy, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]
+                )
+            ]
+        )
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False
+        )
+        self._server = uvicorn.Server(config)
+        self._tasks = [
+            asyncio.create_task(self._server.serve()),
+            asyncio.create_task(self._control()),
+        ]
+        while not self._server.started:
+            if self._tasks[0].done():
+                await self._tasks[0]
+                raise ReconcilerError("the Gardener simulator's proxy did not start")
+            await asyncio.sleep(0.02)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config_text = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "garden", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+            "users": [{"name": "garden", "user": {"token": "simulated"}}],
+            "contexts": [{"name": "garden", "context": {"cluster": "garden", "user": "garden"}}],
+            "current-context": "garden",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config_text, sort_keys=False))
+        return self.kubeconfig
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        for _, task in self._operations.values():
+            task.cancel()
+        for task in self._tasks[1:]:
+            task.cancel()
+        await asyncio.gather(
+            *self._tasks, *(t for _, t in self._operations.values()), return_exceptions=True
+        )
+        await self._upstream.aclose()
+        await self.garden.aclose()
+
+    # --- the proxy: Gardener's REST paths --------------------------------------------------
+
+    async def _proxy(self, request: Request) -> Response:
+        path = request.url.path
+        match = _SHOOT.match(path)
+        resource = "shoots" if "/shoots" in path else "other"
+        if match and match.group(3):
+            resource = "adminkubeconfig"
+        self.requests[f"{request.method} {resource}"] += 1
+        self.request_times.append(time.monotonic())
+        if self._throttle > 0:
+            self._throttle -= 1
+            return _status(429, "TooManyRequests", "the Gardener API is throttling this client")
+        if match and match.group(3) and request.method == "POST":
+            return await self._admin_kubeconfig(match.group(1), match.group(2), request)
+        if match and request.method == "DELETE":
+            refused = await self._refuse_unconfirmed_delete(match.group(1), match.group(2))
+            if refused is not None:
+                return refused
+        headers = {
+            k: v for k, v in request.headers.items() if k.lower() in ("content-type", "accept")
+        }
+        upstream = await self._upstream.request(
+            request.method,
+            path,
+            params=str(request.query_params),
+            content=await request.body(),
+            headers=headers,
+        )
+        return Response(
+            upstream.content, upstream.status_code, media_type=upstream.headers.get("content-type")
+        )
+
+    async def _shoot(self, namespace: str, name: str) -> dict[str, Any] | None:
+        response = await self._upstream.get(f"{API}/namespaces/{namespace}/shoots/{name}")
+        return dict(response.json()) if response.status_code == 200 else None
+
+    async def _refuse_unconfirmed_delete(self, namespace: str, name: str) -> Response | None:
+        shoot = await self._shoot(namespace, name)
+        annotations = (shoot or {}).get("metadata", {}).get("annotations") or {}
+        if shoot is not None and annotations.get(DELETION_CONFIRMATION) != "true":
+            return _status(
+                403,
+                "Forbidden",
+                f'shoots.core.gardener.cloud "{name}" is forbidden: '
+                f'must have a "{DELETION_CONFIRMATION}" annotation to delete',
+            )
+        return None
+
+    async def _admin_kubeconfig(self, namespace: str, name: str, request: Request) -> Response:
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except json.JSONDecodeError:
+            return _status(400, "BadRequest", "the body is not JSON")
+        if body.get("kind") != "AdminKubeconfigRequest":
+            return _status(400, "BadRequest", "expected an AdminKubeconfigRequest")
+        seconds = int((body.get("spec") or {}).get("expirationSeconds") or 3600)
+        if not 600 <= seconds <= 86400:
+            return _status(422, "Invalid", "spec.expirationSeconds must be within [600, 86400]")
+        shoot = await self._shoot(namespace, name)
+        if shoot is None:
+            return _status(404, "NotFound", f'shoots.core.gardener.cloud "{name}" not found')
+        last = (shoot.get("status") or {}).get("lastOperation") or {}
+        if last.get("type") in (None, "Create") and last.get("state") != "Succeeded":
+            return _status(400, "BadRequest", f"shoot {name} is not created yet")
+        kubeconfig, expires = self._kubeconfig_for(name, dt.timedelta(seconds=seconds))
+        self.kubeconfigs_issued += 1
+        body["status"] = {
+            "kubeconfig": base64.b64encode(kubeconfig.encode()).decode(),
+            "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        body.setdefault("metadata", {}).update({"name": name, "namespace": namespace})
+        return JSONResponse(body, status_code=201)
+
+    def _kubeconfig_for(self, shoot: str, validity: dt.timedelta) -> tuple[str, dt.datetime]:
+        """The shoot apiserver's kubeconfig with a fresh client certificate valid `validity`
+        (when its CA key is at hand, as on the test bed; else its own kubeconfig)."""
+        config = yaml.safe_load(self.shoot_kubeconfig.read_text())
+        pki = Pki(self.shoot_kubeconfig.parent / "pki")
+        expires = dt.datetime.now(dt.UTC) + validity
+        if pki.ca_key.is_file():
+            cert, key, expires = issue_client(pki, f"admin@{shoot}", "system:masters", validity)
+            config["users"] = [
+                {
+                    "name": config["users"][0]["name"],
+                    "user": {
+                        "client-certificate-data": base64.b64encode(cert).decode(),
+                        "client-key-data": base64.b64encode(key).decode(),
+                    },
+                }
+            ]
+        return yaml.safe_dump(config, sort_keys=False), expires
+
+    # --- the controller: Shoot status as Gardener advances it ------------------------------
+
+    async def _control(self) -> None:
+        while True:
+            try:
+                listing = await self.garden.request("GET", f"{API}/shoots")
+                for shoot in listing.get("items", []):
+                    self._observe(shoot)
+                params = {
+                    "resourceVersion": listing["metadata"]["resourceVersion"],
+                    "timeoutSeconds": "300",
+                }
+                async for event in self.garden.watch(f"{API}/shoots", params):
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        self._observe(event["object"])
+                    elif event.get("type") == "ERROR":
+                        break
+            except ReconcilerError:
+                await asyncio.sleep(0.5)
+
+    def _observe(self, shoot: dict[str, Any]) -> None:
+        meta = shoot["metadata"]
+        key = (meta["namespace"], meta["name"])
+        annotations = meta.get("annotations") or {}
+        status = shoot.get("status") or {}
+        if meta.get("deletionTimestamp"):
+            identity: Any = "delete"
+        else:
+            identity = (meta.get("generation"), annotations.get(FAULT))
+            done = status.get("observedGeneration") == meta.get("generation") and (
+                (status.get("lastOperation") or {}).get("state") in ("Succeeded", "Failed")
+            )
+            if done and key not in self._operations and not annotations.get(FAULT):
+                return
+        current = self._operations.get(key)
+        if current is not None and current[0] == identity:
+            return
+        if current is not None:
+            current[1].cancel()
+        if identity == "delete" and FINALIZER not in (meta.get("finalizers") or []):
+            self._operations.pop(key, None)
+            return
+        operate = self._delete(shoot) if identity == "delete" else self._reconcile(shoot)
+        task = asyncio.create_task(operate)
+        self._operations[key] = (identity, task)
+        task.add_done_callback(functools.partial(self._done, key, identity))
+
+    def _done(self, key: tuple[str, str], identity: Any, task: asyncio.Task[None]) -> None:
+        current = self._operations.get(key)
+        if current is not None and current[1] is task and identity != "delete":
+            return  # keep: the finished operation is what this Shoot currently is
+        if current is not None and current[1] is task:
+            self._operations.pop(key, None)
+
+    def _path(self, shoot: dict[str, Any]) -> str:
+        meta = shoot["metadata"]
+        return f"{API}/namespaces/{meta['namespace']}/shoots/{meta['name']}"
+
+    async def _patch(self, shoot: dict[str, Any], patch: dict[str, Any], status: bool) -> None:
+        path = self._path(shoot) + ("/status" if status else "")
+        with contextlib.suppress(ReconcilerError):  # gone meanwhile
+            await self.garden.request(
+                "PATCH", path, body=patch, content_type="application/merge-patch+json"
+            )
+
+    async def _operation(
+        self,
+        shoot: dict[str, Any],
+        kind: str,
+        state: str,
+        errors: list[dict[str, Any]] | None = None,
+    ) -> None:
+        status: dict[str, Any] = {
+            "observedGeneration": shoot["metadata"].get("generation"),
+            "lastOperation": {
+                "type": kind,
+                "state": state,
+                "lastUpdateTime": _now(),
+                "progress": 100 if state == "Succeeded" else 50,
+                "description": f"{kind} {state.lower()}",
+            },
+            "lastErrors": errors,
+        }
+        await self._patch(shoot, {"status": status}, status=True)
+
+    def _duration(self, shoot: dict[str, Any]) -> float:
+        annotations = shoot["metadata"].get("annotations") or {}
+        with contextlib.suppress(ValueError):
+            return float(annotations.get(DURATION, self.duration))
+        return self.duration
+
+    async def _reconcile(self, shoot: dict[str, Any]) -> None:
+        meta = shoot["metadata"]
+        if FINALIZER not in (meta.get("finalizers") or []):
+            finalizers = [*(meta.get("finalizers") or []), FINALIZER]
+            await self._patch(shoot, {"metadata": {"finalizers": finalizers}}, status=False)
+        last = (shoot.get("status") or {}).get("lastOperation") or {}
+        created = last.get("type") not in (None, "Create") or last.get("state") == "Succeeded"
+        kind = "Reconcile" if created else "Create"
+        await self._operation(shoot, kind, "Processing")
+        await asyncio.sleep(self._duration(shoot))
+        fault = (meta.get("annotations") or {}).get(FAULT)
+        if fault in ERROR_CODES:
+            state = "Failed" if fault == "error" else "Error"
+            error = {
+                "description": f"simulated {fault}",
+                "codes": [ERROR_CODES[fault]],
+                "lastUpdateTime": _now(),
+            }
+            await self._operation(shoot, kind, state, [error])
+            return
+        await self._operation(shoot, kind, "Succeeded")
+
+    async def _delete(self, shoot: dict[str, Any]) -> None:
+        await self._operation(shoot, "Delete", "Processing")
+        await asyncio.sleep(self._duration(shoot))
+        finalizers = [f for f in shoot["metadata"].get("finalizers") or [] if f != FINALIZER]
+        await self._patch(shoot, {"metadata": {"finalizers": finalizers or None}}, status=False)

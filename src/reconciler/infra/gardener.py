@@ -1,0 +1,175 @@
+"""The boundary to Gardener: Shoots in the project namespace `garden-<project>` of the garden
+cluster and their `adminkubeconfig` subresource, on Gardener's own REST paths, through one rate
+limiter shared by every worker (KIM: 5 requests/s). Nothing else in the manager speaks to the
+garden cluster.
+
+Errors keep Gardener's status code: 429 and 5xx are retryable (`GardenerError.retryable`), the
+rest are not. Kubeconfigs are returned, never logged or put into messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+import time
+from collections.abc import Callable
+from typing import Any
+
+from reconciler.errors import ClusterUnreachable, ReconcilerError
+from reconciler.infra.resources import FIELD_MANAGER
+from reconciler.kube.client import KubeApiError, KubeClient
+
+API = "/apis/core.gardener.cloud/v1beta1"
+SHOOT_API_VERSION = "core.gardener.cloud/v1beta1"
+DELETION_CONFIRMATION = "confirmation.gardener.cloud/deletion"
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+RETRYABLE = frozenset({429, 500, 502, 503, 504})
+
+
+class GardenerError(ReconcilerError):
+    """Gardener refused or could not be reached; `retryable` says whether trying later helps."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class RateLimiter:
+    """A token bucket: `rate` requests per second on average, at most `burst` at once; waiters
+    are served in order (asyncio's lock is fair). `rate=None` lets everything through."""
+
+    def __init__(
+        self, rate: float | None, burst: int = 1, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        if self.rate is None:
+            return
+        async with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+            self._last = now
+            if self._tokens < 1:
+                await asyncio.sleep((1 - self._tokens) / self.rate)
+                self._last = self._clock()
+                self._tokens = 1.0
+            self._tokens -= 1
+
+
+Observer = Callable[[str, str], None]
+"""Told `(operation, outcome)` of every request (metrics)."""
+
+
+class Gardener:
+    def __init__(
+        self,
+        client: KubeClient,
+        project: str,
+        limiter: RateLimiter,
+        observe: Observer | None = None,
+    ) -> None:
+        self.client = client
+        self.namespace = f"garden-{project}"
+        self.limiter = limiter
+        self._observe = observe or (lambda operation, outcome: None)
+
+    def _path(self, name: str | None = None) -> str:
+        base = f"{API}/namespaces/{self.namespace}/shoots"
+        return f"{base}/{name}" if name else base
+
+    async def _request(self, operation: str, method: str, path: str, **kwargs: Any) -> Any:
+        await self.limiter.acquire()
+        try:
+            result = await self.client.request(method, path, **kwargs)
+        except KubeApiError as exc:
+            self._observe(operation, str(exc.status))
+            raise
+        except ClusterUnreachable as exc:
+            self._observe(operation, "unreachable")
+            raise GardenerError(f"Gardener: {exc}", retryable=True) from None
+        self._observe(operation, "ok")
+        return result
+
+    @staticmethod
+    def _failed(what: str, exc: KubeApiError) -> GardenerError:
+        return GardenerError(f"Gardener {what}: {exc}", retryable=exc.status in RETRYABLE)
+
+    async def get_shoot(self, name: str) -> dict[str, Any] | None:
+        try:
+            return dict(await self._request("get", "GET", self._path(name)))
+        except KubeApiError as exc:
+            if exc.status == 404:
+                return None
+            raise self._failed(f"refused to read Shoot {name}", exc) from None
+
+    async def apply_shoot(self, shoot: dict[str, Any]) -> dict[str, Any]:
+        """Server-side apply (field manager `kim`, forced): create or patch the Shoot."""
+        name = shoot["metadata"]["name"]
+        params = {"fieldManager": FIELD_MANAGER, "force": "true"}
+        try:
+            return dict(
+                await self._request(
+                    "apply",
+                    "PATCH",
+                    self._path(name),
+                    params=params,
+                    body=shoot,
+                    content_type=APPLY_PATCH,
+                )
+            )
+        except KubeApiError as exc:
+            raise self._failed(f"refused Shoot {name}", exc) from None
+
+    async def annotate(self, name: str, annotations: dict[str, str]) -> None:
+        patch = {"metadata": {"annotations": annotations}}
+        try:
+            await self._request(
+                "annotate", "PATCH", self._path(name), body=patch, content_type=MERGE_PATCH
+            )
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise self._failed(f"refused to annotate Shoot {name}", exc) from None
+
+    async def delete_shoot(self, name: str) -> bool:
+        """Confirm and request the deletion; False when the Shoot is already gone."""
+        await self.annotate(name, {DELETION_CONFIRMATION: "true"})
+        try:
+            await self._request("delete", "DELETE", self._path(name))
+        except KubeApiError as exc:
+            if exc.status == 404:
+                return False
+            raise self._failed(f"refused to delete Shoot {name}", exc) from None
+        return True
+
+    async def admin_kubeconfig(self, name: str, seconds: int) -> tuple[str, dt.datetime]:
+        """A fresh admin kubeconfig of the shoot, valid `seconds`: (kubeconfig, expiry)."""
+        request = {
+            "apiVersion": "authentication.gardener.cloud/v1alpha1",
+            "kind": "AdminKubeconfigRequest",
+            "spec": {"expirationSeconds": seconds},
+        }
+        try:
+            answer = await self._request(
+                "adminkubeconfig", "POST", self._path(name) + "/adminkubeconfig", body=request
+            )
+        except KubeApiError as exc:
+            raise self._failed(f"refused an admin kubeconfig of Shoot {name}", exc) from None
+        status = (answer or {}).get("status") or {}
+        try:
+            kubeconfig = base64.b64decode(status["kubeconfig"]).decode("utf-8")
+            expires = dt.datetime.fromisoformat(status["expirationTimestamp"])
+        except (KeyError, TypeError, ValueError):
+            raise GardenerError(
+                f"Gardener answered the admin kubeconfig request of Shoot {name} "
+                "without a kubeconfig and its expiry",
+                retryable=True,
+            ) from None
+        return kubeconfig, expires

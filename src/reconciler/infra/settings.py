@@ -1,0 +1,28 @@
+"""How the infrastructure manager talks to Gardener and how often it looks again: KIM's defaults
+(25 workers, Gardener limited to 5 requests/s, kubeconfigs valid 24 h, rotated at 60 %)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class InfraSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RECONCILER_INFRA_", frozen=True)
+
+    gardener_project: str = "kyma-dev"
+    """Shoots live in the garden cluster's namespace `garden-<project>`."""
+    gardener_rate: float | None = Field(default=5.0, gt=0)
+    """Requests per second to Gardener, across all workers (None: unlimited)."""
+    gardener_burst: int = Field(default=5, ge=1)
+    workers: int = Field(default=25, ge=1)
+    kubeconfig_validity: float = Field(default=86400.0, ge=600, le=86400)
+    """Seconds an admin kubeconfig is requested for (Gardener allows 600 s to 24 h)."""
+    rotation_ratio: float = Field(default=0.6, gt=0, lt=1)
+    """Share of its validity after which a kubeconfig is replaced."""
+    poll_interval: float = Field(default=5.0, gt=0)
+    """Seconds between looks at a Shoot Gardener is working on."""
+    error_interval: float = Field(default=2.0, gt=0)
+    """First retry after a retryable error; doubled per failure up to `error_max_interval`."""
+    error_max_interval: float = Field(default=60.0, gt=0)
+    stop_timeout: float = Field(default=15.0, gt=0)

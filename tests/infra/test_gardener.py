@@ -1,0 +1,105 @@
+"""The Gardener client boundary against the simulator: Shoots advance as Gardener's do, the
+admin kubeconfig reaches the shoot apiserver, deletion needs Gardener's confirmation."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from typing import Any
+
+import pytest
+
+from reconciler.devcluster.gardener import DURATION, FAULT
+from reconciler.infra.gardener import API, SHOOT_API_VERSION, GardenerError, RateLimiter
+from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.util.polling import poll_until
+from tests.infra.conftest import Garden
+
+
+def shoot(name: str, namespace: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": SHOOT_API_VERSION,
+        "kind": "Shoot",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
+        "spec": {"region": "eu-central-1", "provider": {"type": "aws", "workers": []}},
+    }
+
+
+async def operation(garden: Garden, name: str, state: str) -> dict[str, Any]:
+    async def check() -> dict[str, Any] | None:
+        live = await garden.gardener.get_shoot(name)
+        last = ((live or {}).get("status") or {}).get("lastOperation") or {}
+        return live if last.get("state") == state else None
+
+    result: dict[str, Any] = await poll_until(check, timeout=30, what=f"Shoot {name} {state}")
+    return result
+
+
+async def test_a_shoot_succeeds_and_its_admin_kubeconfig_works_against_the_shoot(
+    garden: Garden,
+) -> None:
+    gardener = garden.gardener
+    await gardener.apply_shoot(shoot("s1", gardener.namespace))
+    with pytest.raises(GardenerError, match="not created yet"):
+        await gardener.admin_kubeconfig("s1", 600)
+    live = await operation(garden, "s1", "Succeeded")
+    assert live["status"]["lastOperation"]["type"] == "Create"
+    assert "gardener" in live["metadata"]["finalizers"]
+    kubeconfig, expires = await gardener.admin_kubeconfig("s1", 600)
+    async with KubeClient.from_kubeconfig(kubeconfig, text=True) as client:
+        assert "items" in await client.request("GET", "/api/v1/namespaces")
+    assert 590 < (expires - dt.datetime.now(dt.UTC)).total_seconds() <= 601
+    assert garden.simulator.requests["POST adminkubeconfig"] == 2
+
+
+async def test_deletion_needs_the_confirmation_annotation_and_waits_for_gardener(
+    garden: Garden,
+) -> None:
+    gardener = garden.gardener
+    await gardener.apply_shoot(shoot("s2", gardener.namespace))
+    await operation(garden, "s2", "Succeeded")
+    with pytest.raises(KubeApiError, match=r"confirmation\.gardener\.cloud/deletion") as refused:
+        await gardener.client.request("DELETE", f"{API}/namespaces/{gardener.namespace}/shoots/s2")
+    assert refused.value.status == 403
+    assert await gardener.delete_shoot("s2") is True
+    await poll_until(
+        lambda: _gone(garden, "s2"), timeout=30, what="Shoot s2 gone after Gardener deleted it"
+    )
+    assert await gardener.delete_shoot("s2") is False
+
+
+async def _gone(garden: Garden, name: str) -> bool:
+    return await garden.gardener.get_shoot(name) is None
+
+
+@pytest.mark.parametrize(("fault", "state"), [("quota", "Error"), ("error", "Failed")])
+async def test_injected_faults_show_as_gardener_reports_them(
+    garden: Garden, fault: str, state: str
+) -> None:
+    gardener = garden.gardener
+    await gardener.apply_shoot(shoot("s3", gardener.namespace, {FAULT: fault, DURATION: "0.1"}))
+    live = await operation(garden, "s3", state)
+    assert live["status"]["lastErrors"][0]["codes"]
+    if fault == "quota":  # Gardener retries by itself: lifting the quota lets it succeed
+        await gardener.annotate("s3", {FAULT: None})  # type: ignore[dict-item]
+        await operation(garden, "s3", "Succeeded")
+
+
+async def test_a_throttled_gardener_api_is_a_retryable_error(garden: Garden) -> None:
+    garden.simulator.throttle(1)
+    with pytest.raises(GardenerError) as raised:
+        await garden.gardener.get_shoot("nothing")
+    assert raised.value.retryable
+    assert await garden.gardener.get_shoot("nothing") is None
+
+
+async def test_the_rate_limiter_spaces_requests_across_all_callers() -> None:
+    limiter = RateLimiter(20.0, burst=2)
+    started = time.monotonic()
+    await asyncio.gather(*(limiter.acquire() for _ in range(12)))
+    assert time.monotonic() - started >= (12 - 2) / 20 * 0.95  # the burst, then 20/s
+    unlimited = RateLimiter(None)
+    started = time.monotonic()
+    await asyncio.gather(*(unlimited.acquire() for _ in range(1000)))
+    assert time.monotonic() - started < 1
