@@ -55,3 +55,21 @@ async def test_the_returned_delay_requeues_and_a_failure_retries() -> None:
     worker.cancel()
     await asyncio.gather(worker, return_exceptions=True)
     assert len(queue) == 0
+
+
+async def test_a_stop_that_coincides_with_a_new_key_still_stops_every_worker() -> None:
+    """A worker waiting for a later key is woken by a new one in the same loop iteration as the
+    stop: the cancellation must not be lost (it was with `asyncio.wait_for` on Python 3.11, and
+    the operator never stopped)."""
+
+    async def handler(key: Hashable) -> float | None:
+        return None
+
+    queue = WorkQueue(handler, workers=2)
+    queue.add("later", 100)
+    worker = asyncio.create_task(queue.run())
+    await poll_until(lambda: asyncio.sleep(0, not queue._wake.is_set()), timeout=5, what="idle")
+    queue.add("now")
+    worker.cancel()
+    done, _ = await asyncio.wait([worker], timeout=5)  # not wait_for: it would wait forever
+    assert done == {worker}, "the queue ignored its cancellation"

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.util.polling import wait_event
 
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -110,8 +110,7 @@ async def run(
         except Exception as exc:  # keep going: the apiserver may be restarting
             if on_error:
                 on_error(exc)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=interval)
+        await wait_event(stop, interval)
 
 
 def main() -> None:

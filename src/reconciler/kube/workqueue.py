@@ -9,13 +9,13 @@ here: watching. Operator mode and the infrastructure manager share it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Hashable
 
 from reconciler.observability.logging import get_logger
+from reconciler.util.polling import wait_event
 
 Handler = Callable[[Hashable], Awaitable[float | None]]
 """Handle one key; return seconds until it should be handled again (None: only on events)."""
@@ -68,8 +68,7 @@ class WorkQueue:
             wait = due - time.monotonic()
             if wait > 0:
                 self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
+                await wait_event(self._wake, wait)
                 continue
             heapq.heappop(self._heap)
             del self._due[key]

@@ -10,7 +10,6 @@ carries one database call over a short outage (a PostgreSQL restart) instead of 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
@@ -18,6 +17,7 @@ from typing import TypeVar
 import structlog
 
 from reconciler.store.db import is_transient
+from reconciler.util.polling import wait_event
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -44,8 +44,7 @@ async def run_every(
     a notifier channel wakes the loop early; the engine wakes every channel when it stops)."""
 
     async def until_stopped(timeout: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout)
+        await wait_event(stop, timeout)
 
     wait = pause or until_stopped
     while not stop.is_set():

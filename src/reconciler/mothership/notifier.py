@@ -16,6 +16,8 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from reconciler.util.polling import wait_event
+
 PG_CHANNEL = "reconciler_events"
 BATCH_SECONDS = 0.005
 
@@ -51,8 +53,7 @@ class Notifier:
 
     async def wait(self, channel: Channel, timeout: float) -> None:
         event = self._events[channel]
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+        await wait_event(event, timeout)
         event.clear()
 
     async def start(self) -> None:

@@ -14,7 +14,6 @@ a callback: no secret of the task leaves in a callback or a log line.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import time
 import uuid
@@ -32,6 +31,7 @@ from reconciler.remote.callbacks import CallbackSender, Delivery
 from reconciler.remote.clusters import ClientCache
 from reconciler.remote.metrics import ServiceMetrics
 from reconciler.remote.settings import ComponentSettings
+from reconciler.util.polling import wait_event
 from reconciler.util.secrecy import Scrubber, scrubbing
 
 
@@ -145,8 +145,7 @@ class TaskRunner:
                 job.abandoned = True
                 work.cancel()
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.settings.heartbeat_interval)
+            await wait_event(stop, self.settings.heartbeat_interval)
 
     async def _attempt_all(self, job: Job, scrub: Scrubber) -> tuple[CallbackStatus, str]:
         attempts = self._attempts(job)

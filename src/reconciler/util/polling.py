@@ -42,3 +42,18 @@ async def poll_until(
             raise WaitTimeout(f"timed out after {timeout:g}s waiting for {detail}")
         await asyncio.sleep(min(delay, remaining))
         delay = min(delay * 1.5, max_interval)
+
+
+async def wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Wait until `event` is set or `timeout` seconds pass; True when it was set.
+
+    Not `asyncio.wait_for`: on Python 3.11 it swallows a cancellation that arrives in the same
+    loop iteration as the event (gh-86296), so a loop waiting this way could never be stopped
+    (the operator's work queue hung a whole stop that way). `asyncio.timeout` re-raises it.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return event.is_set()
+    return True
