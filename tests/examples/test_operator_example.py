@@ -3,7 +3,6 @@ a Ready Kyma with the module installed in the operator's own cluster (`sync: "fa
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from reconciler.operator.runtime import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
+from tests.operator.running import running
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "examples" / "operator"
@@ -58,11 +58,6 @@ async def test_the_example_kyma_gets_ready_with_its_module_installed_locally(
         for doc in _documents():
             doc["metadata"]["namespace"] = namespace  # type: ignore[index]
             await cluster.apply(doc)
-        operator = Operator(cluster, ChartCache(tmp_path / "cache"), settings)
-        stop = asyncio.Event()
-        task = asyncio.create_task(
-            operator.run(kube_cluster.kubeconfig, namespace=namespace, stop=stop)
-        )
         kyma = {
             "apiVersion": API_VERSION,
             "kind": "Kyma",
@@ -78,7 +73,8 @@ async def test_the_example_kyma_gets_ready_with_its_module_installed_locally(
             live = await cluster.get(kyma)
             return bool(live and (live.raw.get("status") or {}).get("state") == "Ready")
 
-        try:
+        operator = Operator(cluster, ChartCache(tmp_path / "cache"), settings)
+        async with running(operator, kube_cluster.kubeconfig, namespace):
             await poll_until(ready, timeout=90, what="example Kyma Ready")
             live = await cluster.get(greeting)
             assert live is not None
@@ -89,6 +85,3 @@ async def test_the_example_kyma_gets_ready_with_its_module_installed_locally(
                 return await cluster.get(kyma) is None and await cluster.get(greeting) is None
 
             await poll_until(removed, timeout=90, what="example Kyma and module removed")
-        finally:
-            stop.set()
-            await asyncio.wait_for(task, 60)

@@ -3,7 +3,6 @@ plane), with a second real apiserver as the remote cluster its modules go to."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from reconciler.operator.settings import OperatorSettings
 from reconciler.util.polling import poll_until
 from tests.conftest import ClusterFactory, KubeTarget
 from tests.operator import modules
+from tests.operator.running import running
 
 SETTINGS = OperatorSettings(
     success_interval=30,
@@ -111,15 +111,7 @@ async def world(
     ):
         await install_crds(control)
         operator = Operator(control, ChartCache(tmp_path / "cache"), SETTINGS)
-        stop, ready = asyncio.Event(), asyncio.Event()
-        task = asyncio.create_task(
-            operator.run(kube_cluster.kubeconfig, namespace=namespace, stop=stop, ready=ready)
-        )
-        await asyncio.wait_for(ready.wait(), 30)
-        try:
+        async with running(operator, kube_cluster.kubeconfig, namespace):
             yield World(
                 control, remote, remote_target.kubeconfig, namespace, tmp_path / "charts", operator
             )
-        finally:
-            stop.set()
-            await asyncio.wait_for(task, 60)  # prompt: the run cancels its watchers

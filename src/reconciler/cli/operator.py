@@ -24,6 +24,7 @@ from reconciler.operator.install import install_crds
 from reconciler.operator.runtime import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.paths import cache_dir
+from reconciler.util.stacks import dump_stacks
 from reconciler.version import __version__
 
 app = typer.Typer(help="Operator mode: Kyma, ModuleTemplate, ModuleReleaseMeta, Manifest.")
@@ -63,6 +64,7 @@ def _stop_within(stop: asyncio.Event, timeout: float) -> None:
 
     def exit_now() -> None:
         get_logger(component="operator").error("did not stop in time; exiting", timeout=timeout)
+        dump_stacks()  # what it was stuck in, for the bug report
         os._exit(1)
 
     watchdog = threading.Timer(timeout, exit_now)

@@ -9,6 +9,8 @@ a Manifest's change requeues its Kyma, whose status aggregates it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -36,6 +38,7 @@ from reconciler.operator.resources import GROUP, KYMA_NAME, VERSION
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.sources import ModuleSources
 from reconciler.operator.targets import TargetClusters
+from reconciler.util.stacks import dump_stacks
 
 Key = tuple[str, str, str]
 
@@ -132,7 +135,10 @@ class Operator:
     def registry(
         self, kubeconfig: Path | None, loop: asyncio.AbstractEventLoop
     ) -> kopf.OperatorRegistry:
-        """kopf's handlers: they run in kopf's thread and hand work to our loop."""
+        """kopf's handlers: they run in kopf's thread and hand work to our loop.
+
+        The event handlers are coroutines only so that kopf calls them in its loop: a plain
+        function would cost a hop through kopf's thread pool for every event of the fleet."""
         registry = kopf.OperatorRegistry()
         kopf.on.login(registry=registry)(_login_for(kubeconfig))
 
@@ -143,13 +149,13 @@ class Operator:
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
         @kopf.on.event(GROUP, VERSION, "kymas", registry=registry)
-        def kyma_event(**event: Any) -> None:
+        async def kyma_event(**event: Any) -> None:
             key = ("Kyma", str(event["namespace"]), str(event["name"]))
             if self._changed(key, event["body"], event["type"]):
                 add(key)
 
         @kopf.on.event(GROUP, VERSION, "manifests", registry=registry)
-        def manifest_event(**event: Any) -> None:
+        async def manifest_event(**event: Any) -> None:
             namespace = str(event["namespace"])
             key = ("Manifest", namespace, str(event["name"]))
             if self._changed(key, event["body"], event["type"]):
@@ -190,16 +196,65 @@ class Operator:
     ) -> None:
         """Run until `stop` is set (or cancelled).
 
-        kopf runs in a thread with its own event loop: at exit it cancels every task of its
-        loop created after it started, which must not be ours."""
+        kopf runs in a daemon thread with its own event loop (at exit it cancels every task of
+        its loop, which must not be ours). Its stop is waited for at most `stop_timeout`: a kopf
+        that does not return is abandoned with its stack in the log, never waited for forever
+        (a daemon thread keeps no process alive)."""
+        loop = asyncio.get_running_loop()
+        kopf_stop = threading.Event()
+        kopf_ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        kopf_done: asyncio.Future[None] = loop.create_future()
+        thread = threading.Thread(
+            target=self._watch,
+            args=(self.registry(kubeconfig, loop), namespace, kopf_stop, kopf_ready, kopf_done),
+            name="kopf",
+            daemon=True,
+        )
+        thread.start()
+
+        async def signal_ready() -> None:
+            await asyncio.wrap_future(kopf_ready)
+            if ready is not None:
+                ready.set()
+            await asyncio.Event().wait()
+
+        ours = [
+            asyncio.create_task(self.queue.run()),
+            asyncio.create_task((stop or asyncio.Event()).wait()),
+            asyncio.create_task(signal_ready()),
+        ]
+        try:
+            waited: list[asyncio.Future[Any]] = [kopf_done, *ours]
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            kopf_stop.set()
+            for task in ours:
+                task.cancel()
+            results = await asyncio.gather(*ours, return_exceptions=True)
+            await self._join_kopf(thread, kopf_done)
+            await self.events.aclose()
+            await self.drift.aclose()
+            await self.targets.aclose()
+        if kopf_done.done() and kopf_done.exception() is not None:
+            raise cast(BaseException, kopf_done.exception())  # kopf ended by itself: say why
+        if isinstance(results[0], Exception):
+            raise results[0]
+
+    @staticmethod
+    def _watch(
+        registry: kopf.OperatorRegistry,
+        namespace: str | None,
+        stop: threading.Event,
+        ready: concurrent.futures.Future[None],
+        done: asyncio.Future[None],
+    ) -> None:
+        """kopf's thread: run it until `stop`, then settle `done` in the caller's loop."""
         settings = kopf.OperatorSettings()
         settings.posting.enabled = False
         settings.scanning.disabled = True
         logging.getLogger("kopf").setLevel(logging.WARNING)
-        registry = self.registry(kubeconfig, asyncio.get_running_loop())
-        kopf_stop, kopf_ready = threading.Event(), threading.Event()
-
-        def watch() -> None:
+        error: BaseException | None = None
+        try:
             asyncio.run(
                 kopf.operator(
                     registry=registry,
@@ -207,34 +262,30 @@ class Operator:
                     standalone=True,
                     clusterwide=namespace is None,
                     namespaces=[namespace] if namespace else (),
-                    stop_flag=kopf_stop,
-                    ready_flag=kopf_ready,
+                    stop_flag=stop,
+                    ready_flag=ready,
                 )
             )
+        except BaseException as exc:  # handed to the caller's loop, raised there
+            error = exc
 
-        async def signal_ready() -> None:
-            await asyncio.to_thread(kopf_ready.wait)
-            if ready is not None:
-                ready.set()
-            await asyncio.Event().wait()
+        def settle() -> None:
+            if done.done():
+                return
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
 
-        tasks = [
-            asyncio.create_task(asyncio.to_thread(watch)),
-            asyncio.create_task(self.queue.run()),
-            asyncio.create_task((stop or asyncio.Event()).wait()),
-            asyncio.create_task(signal_ready()),
-        ]
-        try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            kopf_stop.set()
-            kopf_ready.set()  # releases signal_ready's thread if kopf never got ready
-            for task in tasks[1:]:
-                task.cancel()
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-            await self.events.aclose()
-            await self.drift.aclose()
-            await self.targets.aclose()
-        for result in results[:2]:  # kopf or the queue ended by itself: say why
-            if isinstance(result, Exception):
-                raise result
+        with contextlib.suppress(RuntimeError):  # the caller's loop is gone: nobody waits
+            done.get_loop().call_soon_threadsafe(settle)
+
+    async def _join_kopf(self, thread: threading.Thread, done: asyncio.Future[None]) -> None:
+        await asyncio.wait([done], timeout=self.settings.stop_timeout)
+        if not done.done():
+            self._log.error(
+                "kopf did not stop in time; abandoning its thread",
+                timeout=self.settings.stop_timeout,
+                alive=thread.is_alive(),
+            )
+            dump_stacks()
