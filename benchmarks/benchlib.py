@@ -46,7 +46,9 @@ async def dev_cluster(
     """A fresh test-bed cluster in `directory`, stopped on every way out of the block
     (`kubelet`: with the kubelet stand-in, so that workloads become ready)."""
     await asyncio.to_thread(build_all)  # idempotent; reports progress on a fresh machine
-    cluster = DevCluster(directory, controller_manager=controller_manager, kubelet=kubelet)
+    cluster = DevCluster(
+        directory, controller_manager=controller_manager, kubelet=kubelet, die_with_parent=True
+    )
     try:
         yield await cluster.start()
     finally:

@@ -47,7 +47,7 @@ class KubeTarget:
 
 def _start(directory: Path, controller_manager: bool = True) -> DevCluster:
     build_all()
-    cluster = DevCluster(directory, controller_manager=controller_manager)
+    cluster = DevCluster(directory, controller_manager=controller_manager, die_with_parent=True)
     asyncio.run(cluster.start())
     return cluster
 
@@ -102,6 +102,7 @@ async def cluster_factory(
             tmp_path_factory.mktemp("extra-kube"),
             controller_manager=controller_manager,
             kubelet=kubelet,
+            die_with_parent=True,
         )
         started.append(cluster)
         await cluster.start()
@@ -115,7 +116,7 @@ async def cluster_factory(
 def running_postgres(prefix: str = "reconciler-pg-") -> Iterator[PostgresServer]:
     """A started PostgreSQL server in a directory the postgres user may enter; removed after."""
     directory = Path(tempfile.mkdtemp(prefix=prefix))
-    server = PostgresServer(directory)
+    server = PostgresServer(directory, die_with_parent=True)
     asyncio.run(server.start())
     try:
         yield server

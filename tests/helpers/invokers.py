@@ -28,6 +28,7 @@ import asyncpg
 import sqlalchemy as sa
 
 from reconciler.devcluster import PostgresServer
+from reconciler.devcluster.processes import tied_to_parent
 from reconciler.model.cluster import ClusterSpec, ClusterState
 from reconciler.model.operation import Operation
 from reconciler.model.status import ClusterStatus, OperationState
@@ -132,13 +133,15 @@ class EngineProcess:
         log = directory / "engine.log"
         with log.open("ab") as output:
             process = subprocess.Popen(
-                [
-                    str(Path(sys.executable).parent / "reconciler"),
-                    "mothership",
-                    "run",
-                    "--database-url",
-                    database_url,
-                ],
+                tied_to_parent(  # gone with a killed test run
+                    [
+                        str(Path(sys.executable).parent / "reconciler"),
+                        "mothership",
+                        "run",
+                        "--database-url",
+                        database_url,
+                    ]
+                ),
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,

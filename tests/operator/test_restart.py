@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reconciler.devcluster.processes import tied_to_parent
 from reconciler.kube.cluster import Cluster
 from reconciler.operator.install import install_crds
 from reconciler.operator.resources import API_VERSION
@@ -26,14 +27,9 @@ ENV = {
 
 async def _start(kubeconfig: Path, namespace: str) -> asyncio.subprocess.Process:
     reconciler = Path(sys.executable).with_name("reconciler")
+    command = [str(reconciler), "operator", "run", "--kubeconfig", str(kubeconfig)]
     return await asyncio.create_subprocess_exec(
-        str(reconciler),
-        "operator",
-        "run",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--namespace",
-        namespace,
+        *tied_to_parent([*command, "--namespace", namespace]),  # gone with a killed test run
         env={**os.environ, **ENV},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,

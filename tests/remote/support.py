@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse
 
 from reconciler.cli import main
 from reconciler.devcluster.ports import free_ports
+from reconciler.devcluster.processes import tied_to_parent
 from reconciler.model.remote import CALLBACK_SECRET_HEADER, CallbackMessage, CallbackStatus
 from reconciler.remote.app import create_app
 from reconciler.remote.settings import ComponentSettings
@@ -195,7 +196,9 @@ def serve_process(
     }
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [*serve_command(), "--port", str(port), "--token-file", str(token_file), *options],
+            tied_to_parent(  # gone with a killed test run
+                [*serve_command(), "--port", str(port), "--token-file", str(token_file), *options]
+            ),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,

@@ -15,6 +15,7 @@ import shutil
 import ssl
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -53,8 +54,11 @@ class DevCluster:
         controller_manager: bool = True,
         kubelet: bool = False,
         ready_timeout: float = 120.0,
+        die_with_parent: bool = False,
     ) -> None:
+        """`die_with_parent`: the processes die with this one (test runs; see `processes`)."""
         self.directory = directory.resolve()
+        self.die_with_parent = die_with_parent
         self.controller_manager = controller_manager
         self.kubelet = kubelet
         self.ready_timeout = ready_timeout
@@ -137,7 +141,7 @@ class DevCluster:
                 )
             if self.kubelet:
                 # the kubelet stand-in (see devcluster/kubelet.py): Pods get a kubelet's status
-                pids["kubelet"] = spawn(
+                pids["kubelet"] = self._spawn(
                     [
                         sys.executable,
                         "-m",
@@ -175,13 +179,16 @@ class DevCluster:
         data["kubeconfig"] = str(info.kubeconfig)
         self._state_file.write_text(json.dumps(data, indent=2))
 
+    def _spawn(self, cmd: Sequence[str], log_file: Path) -> int:
+        return spawn(cmd, log_file, die_with_parent=self.die_with_parent)
+
     def _log(self, name: str) -> Path:
         return self.directory / f"{name}.log"
 
     def _start_etcd(self, port: int, peer_port: int) -> int:
         peer = f"http://127.0.0.1:{peer_port}"
         client = f"http://127.0.0.1:{port}"
-        return spawn(
+        return self._spawn(
             [
                 self._binary("etcd"),
                 "--name",
@@ -245,10 +252,10 @@ class DevCluster:
             # Nobody creates the default ServiceAccount without the controller-manager, so the
             # ServiceAccount admission plugin would reject every Pod.
             cmd.append("--disable-admission-plugins=ServiceAccount")
-        return spawn(cmd, self._log("kube-apiserver"))
+        return self._spawn(cmd, self._log("kube-apiserver"))
 
     def _start_controller_manager(self, pki: Pki) -> int:
-        return spawn(
+        return self._spawn(
             [
                 self._binary("kube-controller-manager"),
                 "--kubeconfig",

@@ -50,8 +50,10 @@ def ensure_installed(report: Reporter = report_to_stderr) -> Path:
 class PostgresServer:
     """One PostgreSQL instance in `directory`; superuser `postgres`, trust auth on 127.0.0.1."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, die_with_parent: bool = False) -> None:
+        """`die_with_parent`: the server dies with this process (test runs; see `processes`)."""
         self.directory = directory.resolve()
+        self.die_with_parent = die_with_parent
         self.port = 0
         self.pid = 0
         self._user = "postgres" if os.geteuid() == 0 else None
@@ -128,6 +130,7 @@ class PostgresServer:
             ],
             log,
             user=self._user,
+            die_with_parent=self.die_with_parent,
         )
 
         async def accepting() -> bool:

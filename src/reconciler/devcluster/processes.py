@@ -1,6 +1,9 @@
 """Start and stop the test bed's server processes, and only ever the ones we started.
 
 Each process gets its own session (so a Ctrl-C in the terminal does not hit it) and a log file.
+A test bed's processes can be tied to the life of the process that started them
+(`die_with_parent`): a test run killed with SIGKILL then leaves no apiserver, etcd or PostgreSQL
+behind. `dev-cluster start` does not tie them: its cluster outlives the command by design.
 Stopping verifies through /proc that a recorded pid still runs a command line that mentions the
 test bed's directory, so a reused pid never gets a signal meant for a server that is long gone.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Sequence
@@ -18,11 +22,29 @@ from reconciler.errors import WaitTimeout
 from reconciler.util.polling import poll_until
 
 
-def spawn(cmd: Sequence[str], log_file: Path, *, user: str | None = None) -> int:
-    """Start `cmd` detached in its own session, output appended to `log_file`; return its pid."""
+def tied_to_parent(cmd: Sequence[str]) -> list[str]:
+    """`cmd` made to get SIGKILL when the process (strictly: the thread) starting it dies.
+
+    util-linux's `setpriv --pdeathsig` sets PR_SET_PDEATHSIG and execs `cmd` (same pid, and the
+    setting survives the exec; it is set after `Popen(user=...)` changed the credentials, which
+    would clear it). Not `preexec_fn`: Python code between fork and exec can deadlock in a
+    process with threads. The forking thread must live as long as the child should: the event
+    loop's thread, never an executor's. Without `setpriv`, `cmd` unchanged."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return list(cmd)
+    return [setpriv, "--pdeathsig", "KILL", "--", *cmd]
+
+
+def spawn(
+    cmd: Sequence[str], log_file: Path, *, user: str | None = None, die_with_parent: bool = False
+) -> int:
+    """Start `cmd` detached in its own session, output appended to `log_file`; return its pid.
+
+    `die_with_parent`: the process is killed when this one dies (see `tied_to_parent`)."""
     with log_file.open("ab") as log:
         process = subprocess.Popen(
-            list(cmd),
+            tied_to_parent(cmd) if die_with_parent else list(cmd),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
