@@ -143,7 +143,7 @@ def oci_registry() -> Iterator[str]:
     """One real OCI registry (Debian's docker-registry, plain HTTP, no auth) for the session;
     its `127.0.0.1:<port>`, as `oci://` references and `helm push --plain-http` name it."""
     directory = Path(tempfile.mkdtemp(prefix="reconciler-registry-"))
-    registry = OciRegistry(directory)
+    registry = OciRegistry(directory, die_with_parent=True)
     asyncio.run(registry.start())
     try:
         yield registry.host

@@ -68,8 +68,10 @@ def _config(storage: Path, port: int, debug_port: int) -> str:
 class OciRegistry:
     """One registry instance in `directory` (config.yml, storage/, registry.log)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, die_with_parent: bool = False) -> None:
+        """`die_with_parent`: the registry dies with this process (test runs; see `processes`)."""
         self.directory = directory.resolve()
+        self.die_with_parent = die_with_parent
         self.port = 0
         self.pid = 0
 
@@ -90,7 +92,9 @@ class OciRegistry:
         config = self.directory / "config.yml"
         config.write_text(_config(storage, self.port, debug_port))
         log = self.directory / "registry.log"
-        self.pid = spawn([str(binary), "serve", str(config)], log)
+        self.pid = spawn(
+            [str(binary), "serve", str(config)], log, die_with_parent=self.die_with_parent
+        )
 
         async def answering() -> bool:
             if not is_running(self.pid, str(config)):
