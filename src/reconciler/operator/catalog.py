@@ -3,8 +3,9 @@ gets on its channel.
 
 ModuleReleaseMeta of the module: channel -> version; then the ModuleTemplate of that module
 and version. Without a ModuleReleaseMeta, the older way: the ModuleTemplate whose
-`spec.channel` is the channel. Every failure is a `CatalogError` whose message says what is
-missing, for the Kyma's status.
+`spec.channel` is the channel. The module's source is the template's `chart` or `rawManifest`
+resource, else the raw-manifest resource of its OCM descriptor. Every failure is a
+`CatalogError` whose message says what is missing, for the Kyma's status.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from reconciler.operator.resources import (
     ModuleReleaseMetaSpec,
     ModuleTemplateSpec,
 )
+from reconciler.operator.sources import descriptor_source
 
 SOURCE_KINDS = {"chart": "helm-chart", "rawManifest": "raw-manifest"}
 Body = dict[str, Any]
@@ -98,10 +100,14 @@ def resolve(
             )
     spec = _template_spec(template)
     name = template["metadata"]["name"]
-    found = [r for r in spec.resources or [] if r.name in SOURCE_KINDS]
+    found = [(r.name, r.link) for r in spec.resources or [] if r.name in SOURCE_KINDS]
+    described = descriptor_source(spec.descriptor)
+    if not found and described is not None:
+        found = [described]
     if not found:
         raise CatalogError(
-            f"ModuleTemplate {name}: spec.resources has no `chart` or `rawManifest` link"
+            f"ModuleTemplate {name}: spec.resources has no `chart` or `rawManifest` link "
+            "and spec.descriptor no raw-manifest resource"
         )
     if not spec.version:
         raise CatalogError(f"ModuleTemplate {name}: spec.version is empty")
@@ -110,9 +116,9 @@ def resolve(
         channel=channel,
         version=spec.version,
         template=name,
-        install=found[0].name,
-        source_type=SOURCE_KINDS[found[0].name],
-        link=found[0].link,
+        install=found[0][0],
+        source_type=SOURCE_KINDS[found[0][0]],
+        link=found[0][1],
         resource=spec.data or None,
         manager=spec.manager,
     )

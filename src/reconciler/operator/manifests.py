@@ -39,7 +39,7 @@ from reconciler.operator.resources import (
     SyncedObject,
 )
 from reconciler.operator.settings import OperatorSettings
-from reconciler.operator.sources import ModuleSources
+from reconciler.operator.sources import ModuleSources, install_link
 from reconciler.operator.status import Backoff, last_operation
 from reconciler.operator.targets import TargetClusters, TargetError, TargetMissing
 
@@ -107,12 +107,9 @@ class ManifestController:
         return await self.targets.get(meta["namespace"], kyma, remote=spec.remote)
 
     def _task(self, body: Body, spec: ManifestSpec, task_type: TaskType) -> Task:
-        url = spec.install.source.get("url") or spec.install.source.get("repo")
+        url, raw = install_link(spec.install.name, spec.install.source)
         if not url:
             raise TargetError("spec.install.source has no `url`")
-        raw = (
-            spec.install.source.get("type") == "raw-manifest" or spec.install.name == "rawManifest"
-        )
         if raw:
             if self.sources is None:
                 raise TargetError("raw manifests need the operator's module sources")
