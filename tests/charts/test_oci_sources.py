@@ -53,7 +53,7 @@ async def test_tag_digest_and_tag_at_digest_share_one_cache_entry(
 async def test_a_pinned_reference_is_served_from_the_cache_once_the_registry_is_gone(
     repository: str, tmp_path: Path
 ) -> None:
-    registry = OciRegistry(tmp_path / "registry")
+    registry = OciRegistry(tmp_path / "registry", die_with_parent=True)
     await registry.start()
     try:
         digest = push_chart(registry.host, PLAIN, repository, tmp_path / "pkg")

@@ -37,7 +37,7 @@ def test_helm_pushes_a_chart_that_the_registry_lists(oci_registry: str, tmp_path
 
 
 async def test_a_registry_answers_on_loopback_until_it_is_stopped(tmp_path: Path) -> None:
-    registry = OciRegistry(tmp_path)
+    registry = OciRegistry(tmp_path, die_with_parent=True)
     await registry.start()
     pid = registry.pid
     try:

@@ -91,7 +91,7 @@ async def test_an_artifact_without_one_yaml_layer_is_refused_naming_its_layers(
 async def test_a_pinned_layer_is_served_from_memory_once_the_registry_is_gone(
     repo: str, tmp_path: Path
 ) -> None:
-    registry = OciRegistry(tmp_path / "registry")
+    registry = OciRegistry(tmp_path / "registry", die_with_parent=True)
     await registry.start()
     file = tmp_path / "module.yaml"
     file.write_text(CONFIGMAP.format(name="one"))
