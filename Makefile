@@ -23,6 +23,7 @@ testbed: setup
 	$(BIN)/reconciler dev-cluster build
 	$(PY) -c "from reconciler.devcluster.postgres import ensure_installed; ensure_installed()"
 	$(PY) -c "from reconciler.devcluster.registry import ensure_installed; ensure_installed()"
+	$(PY) -c "from reconciler.devcluster.chromium import ensure_installed; ensure_installed()"
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks examples

@@ -47,6 +47,15 @@ EXPECTED_ROLES = {
     ("GET", "/v1/clusters"): Role.VIEWER,
     # component reconcilers: the operator role when no callback token is configured
     ("POST", "/v1/operations/{schedulingID}/callback/{correlationID}"): Role.OPERATOR,
+    # the admin console's data (its pages are open shells; its buttons call the routes above)
+    ("GET", "/ui/whoami"): Role.VIEWER,
+    ("GET", "/ui/fragments/me"): Role.VIEWER,
+    ("GET", "/ui/fragments/fleet"): Role.VIEWER,
+    ("GET", "/ui/fragments/kyma"): Role.VIEWER,
+    **{
+        ("GET", f"/ui/fragments/clusters/{{runtimeID}}/{part}"): Role.VIEWER
+        for part in ("summary", "history", "reconciliations", "configs", "diff")
+    },
 }
 PARAMS = {
     "runtimeID": "rt-auth",

@@ -27,6 +27,7 @@ from reconciler.api.auth import (
     build_authenticator,
     requires,
 )
+from reconciler.api.console import mount_console
 from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
 from reconciler.api.errors import ErrorMiddleware, install_error_handlers
 from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware
@@ -133,6 +134,8 @@ def create_app(
     v1.include_router(callbacks.router(settings, orphan_timeout=settings.callback_orphan_timeout))
     app.include_router(v1)
     app.include_router(health.router)
+    if settings.console:
+        mount_console(app)
     if metrics is not None and settings.metrics_port is None:
         app.add_api_route(
             "/metrics",

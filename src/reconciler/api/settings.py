@@ -102,6 +102,13 @@ class ApiSettings(BaseSettings):
     """Serve `/metrics` on this port of its own, without authentication (for a scraper that
     cannot send tokens; keep the port private). Unset: `/metrics` on the API, viewer role."""
 
+    # admin console
+    console: bool = True
+    """Serve the admin web console at `/ui` (same port and authentication as the API)."""
+    console_kubeconfig: Path | None = None
+    """A cluster whose operator-mode resources (Kyma, Manifest) the console shows, read only.
+    Unset: the console has no Kyma view."""
+
     # responses
     public_url: str = ""
     """Base URL clients reach this API at (for `statusURL`); default: the request's own."""

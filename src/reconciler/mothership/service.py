@@ -24,6 +24,7 @@ from reconciler.model.remote import CallbackMessage
 from reconciler.model.status import ClusterStatus, OperationState, StatusTransitionError
 from reconciler.mothership.notifier import Channel, Notifier
 from reconciler.store.callback_secrets import CallbackSecrets
+from reconciler.store.fleet import FleetPage, FleetQueries, FleetQuery
 from reconciler.store.inventory import InventoryRepository, StaleStatus
 from reconciler.store.reconciliations import ReconciliationRepository
 
@@ -50,6 +51,7 @@ class MothershipService:
         self.repo = repo
         self.notifier = notifier
         self.callback_secrets = CallbackSecrets(repo.engine)
+        self.fleet_queries = FleetQueries(repo.engine)
 
     async def upsert_cluster(self, spec: ClusterSpec) -> ClusterState:
         """Store the cluster; a changed one, or an identical one that is ready, failed or
@@ -95,6 +97,16 @@ class MothershipService:
         return await self.inventory.heads(
             [s for s in ClusterStatus if s is not S.DELETED], limit=1_000_000
         )
+
+    async def fleet(self, query: FleetQuery) -> FleetPage:
+        """One page of clusters with status, Kyma version, latest run and failed components,
+        and the counts per status (the console's fleet view)."""
+        return await self.fleet_queries.page(query)
+
+    async def config_versions(self, runtime_id: str) -> list[tuple[int, str, dt.datetime]]:
+        """(version, Kyma version, created) of the cluster's configurations, newest first."""
+        await self.inventory.latest(runtime_id)  # NotFoundError for an unknown cluster
+        return await self.fleet_queries.config_versions(runtime_id)
 
     async def cluster(self, runtime_id: str) -> ClusterState:
         return await self.inventory.latest(runtime_id)

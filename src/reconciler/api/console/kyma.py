@@ -1,0 +1,122 @@
+"""The console's Kyma / Manifest view: per-module state of the operator-mode resources in the
+cluster the console is pointed at (`ApiSettings.console_kubeconfig`), read only.
+
+Two LISTs per refresh (Kyma and Manifest, all namespaces); a cluster without the operator's
+CRDs answers 404, which the view shows as "no operator-mode resources" rather than an error.
+Only names, states, versions, channels and condition messages are read out of the objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reconciler.errors import ReconcilerError
+from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.operator.resources import API_VERSION, MODULE_NAME, KymaKind, ManifestKind
+
+
+@dataclass(frozen=True)
+class ModuleRow:
+    name: str
+    state: str
+    version: str
+    channel: str
+    message: str
+
+
+@dataclass(frozen=True)
+class KymaRow:
+    namespace: str
+    name: str
+    state: str
+    channel: str
+    modules: list[ModuleRow]
+
+
+@dataclass(frozen=True)
+class ManifestRow:
+    namespace: str
+    name: str
+    module: str
+    version: str
+    state: str
+    message: str
+
+
+@dataclass(frozen=True)
+class KymaView:
+    configured: bool
+    installed: bool = False
+    kymas: tuple[KymaRow, ...] = ()
+    manifests: tuple[ManifestRow, ...] = ()
+    error: str = ""
+
+
+def _message(status: dict[str, Any]) -> str:
+    for condition in status.get("conditions") or ():
+        if condition.get("status") != "True" and condition.get("message"):
+            return str(condition["message"])
+    return str((status.get("lastOperation") or {}).get("operation") or "")
+
+
+def _kyma(item: dict[str, Any]) -> KymaRow:
+    meta, spec, status = item["metadata"], item.get("spec") or {}, item.get("status") or {}
+    modules = [
+        ModuleRow(
+            name=str(module.get("name", "")),
+            state=str(module.get("state", "")),
+            version=str(module.get("version") or ""),
+            channel=str(module.get("channel") or ""),
+            message=str(module.get("message") or ""),
+        )
+        for module in status.get("modules") or ()
+    ]
+    return KymaRow(
+        namespace=meta.get("namespace", ""),
+        name=meta["name"],
+        state=str(status.get("state") or "Unknown"),
+        channel=str(status.get("activeChannel") or spec.get("channel") or ""),
+        modules=modules,
+    )
+
+
+def _manifest(item: dict[str, Any]) -> ManifestRow:
+    meta, spec, status = item["metadata"], item.get("spec") or {}, item.get("status") or {}
+    return ManifestRow(
+        namespace=meta.get("namespace", ""),
+        name=meta["name"],
+        module=(meta.get("labels") or {}).get(MODULE_NAME, ""),
+        version=str(spec.get("version") or ""),
+        state=str(status.get("state") or "Unknown"),
+        message=_message(status),
+    )
+
+
+async def read_kyma_view(kubeconfig: Path | None) -> KymaView:
+    if kubeconfig is None:
+        return KymaView(configured=False)
+    try:
+        async with KubeClient.from_kubeconfig(
+            kubeconfig, allow_host_access=True, timeout=10.0, pool=2
+        ) as client:
+            try:
+                kymas = await client.request("GET", f"/apis/{API_VERSION}/{KymaKind.plural}")
+                manifests = await client.request(
+                    "GET", f"/apis/{API_VERSION}/{ManifestKind.plural}"
+                )
+            except KubeApiError as exc:
+                if exc.status == 404:
+                    return KymaView(configured=True, installed=False)
+                raise
+    except ReconcilerError as exc:
+        return KymaView(configured=True, error=f"cannot read the cluster: {exc}")
+    return KymaView(
+        configured=True,
+        installed=True,
+        kymas=tuple(sorted((_kyma(i) for i in kymas["items"]), key=lambda k: k.name)),
+        manifests=tuple(
+            sorted((_manifest(i) for i in manifests["items"]), key=lambda m: (m.module, m.name))
+        ),
+    )

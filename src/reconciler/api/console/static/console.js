@@ -1,0 +1,125 @@
+// The console's only script: the token (sessionStorage of this tab, never anything else),
+// ETags of polled fragments, the fleet form's sort/page/status buttons, and the action buttons
+// (which call the v1 API; the API checks the caller's role again).
+(function () {
+  "use strict";
+  var KEY = "reconciler.token";
+  var page = document.body.dataset.page;
+
+  function token() { return sessionStorage.getItem(KEY); }
+  function notice(text, error) {
+    var box = document.getElementById("notice");
+    box.textContent = text;
+    box.className = error ? "notice error" : "notice";
+  }
+  function signin() {
+    sessionStorage.removeItem(KEY);
+    var next = location.pathname + location.search;
+    location.replace("/ui/signin?next=" + encodeURIComponent(next));
+  }
+
+  if (page === "signin") {
+    document.getElementById("signin-form").addEventListener("submit", function (event) {
+      event.preventDefault();
+      var field = document.getElementById("token");
+      var value = field.value.trim();
+      var error = document.getElementById("signin-error");
+      fetch("/ui/whoami", { headers: { Authorization: "Bearer " + value }, cache: "no-store" })
+        .then(function (response) {
+          if (!response.ok) {
+            return response.json().then(function (body) {
+              throw new Error(body.error || ("HTTP " + response.status));
+            });
+          }
+          sessionStorage.setItem(KEY, value);
+          field.value = "";
+          var next = new URLSearchParams(location.search).get("next") || "/ui/";
+          location.assign(/^\/ui\/[^\/]/.test(next) || next === "/ui/" ? next : "/ui/");
+        })
+        .catch(function (exc) { error.textContent = "Not signed in: " + exc.message; field.focus(); });
+    });
+    return;
+  }
+  if (!token()) { signin(); return; }
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    event.detail.headers.Authorization = "Bearer " + token();
+    var target = event.detail.target;
+    if (target && target.dataset.etag) { event.detail.headers["If-None-Match"] = target.dataset.etag; }
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var xhr = event.detail.xhr, target = event.detail.target;
+    if (xhr.status === 200 && target) { target.dataset.etag = xhr.getResponseHeader("ETag") || ""; }
+  });
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    if (xhr.status === 401) { signin(); return; }
+    var text = "HTTP " + xhr.status;
+    try { text = JSON.parse(xhr.responseText).error || text; } catch (ignored) { /* not JSON */ }
+    notice(text, true);
+  });
+
+  function refresh() { document.body.dispatchEvent(new CustomEvent("refresh")); }
+  function filters(changes) {
+    var form = document.getElementById("filters");
+    Object.keys(changes).forEach(function (name) { form.elements[name].value = changes[name]; });
+    form.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+  var form = document.getElementById("filters");
+  if (form) {
+    form.addEventListener("input", function (event) {
+      if (event.target.name !== "page") { form.elements.page.value = "1"; }
+    });
+    form.addEventListener("htmx:beforeRequest", function () {
+      var query = new URLSearchParams(new FormData(form)).toString();
+      history.replaceState(null, "", "/ui/?" + query);
+    });
+  }
+
+  function act(button) {
+    var runtime = button.dataset.runtime, request;
+    if (button.dataset.action === "status") {
+      request = fetch("/v1/clusters/" + encodeURIComponent(runtime) + "/status", {
+        method: "PUT",
+        headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" },
+        body: JSON.stringify({ status: button.dataset.status })
+      });
+    } else {
+      var version = button.dataset.version;
+      if (!window.confirm("Roll " + runtime + " back to configuration " + version + "?")) { return; }
+      request = fetch("/v1/clusters/" + encodeURIComponent(runtime) + "/config/" + version + "/restore", {
+        method: "POST",
+        headers: { Authorization: "Bearer " + token() }
+      });
+    }
+    button.disabled = true;
+    request.then(function (response) {
+      if (response.status === 401) { signin(); return; }
+      return response.json().then(function (body) {
+        if (!response.ok) { throw new Error(body.error || ("HTTP " + response.status)); }
+        notice(button.textContent.trim() + ": done, status " + body.status);
+        refresh();
+      });
+    }).catch(function (exc) {
+      notice(button.textContent.trim() + " refused: " + exc.message, true);
+    }).finally(function () { button.disabled = false; });
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("button");
+    if (!button) { return; }
+    var data = button.dataset;
+    if (data.action === "signout") {
+      sessionStorage.removeItem(KEY);
+      location.replace("/ui/signin");
+    } else if (data.action) {
+      act(button);
+    } else if (data.sort) {
+      filters({ sort: data.sort, dir: data.dir, page: "1" });
+    } else if (data.page) {
+      filters({ page: data.page });
+    } else if (data.statusFilter !== undefined) {
+      filters({ status: data.statusFilter, page: "1" });
+    }
+  });
+})();
