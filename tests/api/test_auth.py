@@ -47,6 +47,8 @@ EXPECTED_ROLES = {
     ("GET", "/v1/clusters"): Role.VIEWER,
     # component reconcilers: the operator role when no callback token is configured
     ("POST", "/v1/operations/{schedulingID}/callback/{correlationID}"): Role.OPERATOR,
+    ("GET", "/v1/clusters/{runtimeID}/configs"): Role.VIEWER,
+    ("POST", "/v1/clusters/{runtimeID}/config/{configVersion}/restore"): Role.ADMIN,
     # the admin console's data (its pages are open shells; its buttons call the routes above)
     ("GET", "/ui/whoami"): Role.VIEWER,
     ("GET", "/ui/fragments/me"): Role.VIEWER,

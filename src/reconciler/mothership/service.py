@@ -103,11 +103,6 @@ class MothershipService:
         and the counts per status (the console's fleet view)."""
         return await self.fleet_queries.page(query)
 
-    async def config_versions(self, runtime_id: str) -> list[tuple[int, str, dt.datetime]]:
-        """(version, Kyma version, created) of the cluster's configurations, newest first."""
-        await self.inventory.latest(runtime_id)  # NotFoundError for an unknown cluster
-        return await self.fleet_queries.config_versions(runtime_id)
-
     async def cluster(self, runtime_id: str) -> ClusterState:
         return await self.inventory.latest(runtime_id)
 

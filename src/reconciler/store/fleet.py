@@ -233,17 +233,3 @@ class FleetQueries:
         for scheduling_id, component in rows.all():
             failed.setdefault(scheduling_id, []).append(component)
         return failed
-
-    async def config_versions(self, runtime_id: str) -> list[tuple[int, str, dt.datetime]]:
-        """(version, Kyma version, created) of every stored configuration, newest first."""
-        async with self.engine.connect() as conn:
-            rows = await conn.execute(
-                sa.select(
-                    cluster_configs.c.version,
-                    cluster_configs.c.kyma_version,
-                    cluster_configs.c.created,
-                )
-                .where(cluster_configs.c.runtime_id == runtime_id)
-                .order_by(cluster_configs.c.version.desc())
-            )
-            return [(int(v), str(k), aware(c)) for v, k, c in rows.all()]

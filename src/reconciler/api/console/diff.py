@@ -17,7 +17,9 @@ import yaml
 from reconciler.api import convert
 from reconciler.model.cluster import KymaConfig
 
-RowKind = Literal["same", "changed", "removed", "added"]
+RowKind = Literal["same", "changed", "removed", "added", "gap"]
+CONTEXT = 3
+"""Unchanged lines shown around each change; longer unchanged runs fold into one gap row."""
 
 
 @dataclass(frozen=True)
@@ -64,5 +66,28 @@ def side_by_side(left: list[str], right: list[str]) -> list[DiffRow]:
     return rows
 
 
+def folded(rows: list[DiffRow], context: int = CONTEXT) -> list[DiffRow]:
+    """The rows with unchanged runs beyond `context` lines of a change folded into a gap row
+    (`left` says how many lines it stands for)."""
+    near = [False] * len(rows)
+    for index, row in enumerate(rows):
+        if row.kind != "same":
+            for k in range(max(0, index - context), min(len(rows), index + context + 1)):
+                near[k] = True
+    result: list[DiffRow] = []
+    hidden = 0
+    for row, keep in zip(rows, near, strict=True):
+        if keep:
+            if hidden:
+                result.append(DiffRow("gap", f"{hidden} unchanged lines", None, None, None))
+                hidden = 0
+            result.append(row)
+        else:
+            hidden += 1
+    if hidden:
+        result.append(DiffRow("gap", f"{hidden} unchanged lines", None, None, None))
+    return result
+
+
 def diff_configs(left: KymaConfig, right: KymaConfig) -> list[DiffRow]:
-    return side_by_side(config_lines(left), config_lines(right))
+    return folded(side_by_side(config_lines(left), config_lines(right)))

@@ -116,7 +116,7 @@ async def runs(request: Request, runtime_id: RuntimeID, ctx: Ctx, _: Viewer) -> 
 @router.get("/clusters/{runtimeID}/configs")
 async def configs(request: Request, runtime_id: RuntimeID, ctx: Ctx, principal: Viewer) -> Response:
     state = await ctx.service.cluster(runtime_id)
-    versions = await ctx.service.config_versions(runtime_id)
+    versions = await ctx.service.configs(runtime_id)
     return fragment(
         request,
         "configs.html",
