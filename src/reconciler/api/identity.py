@@ -20,9 +20,8 @@ from starlette.types import Scope
 from reconciler.api.principal import AuthError, Principal, Role
 from reconciler.api.routing import scope_state
 from reconciler.api.settings import ApiConfigError, ApiSettings
+from reconciler.web.tls import PEER_CERT
 
-PEER_CERT = "tls_peer_certificate"
-"""Request-state key of the verified client certificate (`ssl.SSLSocket.getpeercert()` form)."""
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 

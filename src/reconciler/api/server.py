@@ -3,7 +3,7 @@
 Process wiring lives here, in the entry layer, so the engine (`mothership`) never imports the
 API. With a TLS certificate and `client_ca_file` the server asks clients for a certificate
 (mutual TLS) and verifies it; the verified certificate of each connection reaches the app in
-the request state (`identity.PEER_CERT`), where `client_identities` map it to a role.
+the request state (`web/tls.py`, `PEER_CERT`), where `client_identities` map it to a role.
 
 SIGINT/SIGTERM stop every listener (in-flight requests finish), then the engine, handing running
 operations back as orphans so the next start (or another instance) resumes them. The signals are
@@ -23,26 +23,14 @@ from pathlib import Path
 import structlog
 import uvicorn
 from fastapi import FastAPI
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from reconciler.api.app import create_app, metrics_endpoint, planner_validator
-from reconciler.api.identity import PEER_CERT
 from reconciler.api.settings import ApiConfigError, ApiSettings
 from reconciler.mothership.engine import Engine
 from reconciler.mothership.settings import Settings
+from reconciler.web.tls import PeerCertificateProtocol
 
 log = structlog.get_logger()
-
-
-class PeerCertificateProtocol(H11Protocol):
-    """HTTP/1.1 that hands each request the connection's verified client certificate (uvicorn
-    does not put it into the ASGI scope itself)."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        cert = transport.get_extra_info("peercert")
-        if cert:
-            self.app_state = {**self.app_state, PEER_CERT: cert}
 
 
 class Listener(uvicorn.Server):

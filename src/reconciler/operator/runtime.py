@@ -38,6 +38,9 @@ from reconciler.operator.resources import GROUP, KYMA_NAME, VERSION
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.sources import ModuleSources
 from reconciler.operator.targets import TargetClusters
+from reconciler.operator.watcher.ca import CertificateAuthority
+from reconciler.operator.watcher.listener import Listener
+from reconciler.operator.watcher.settings import WatcherSettings
 from reconciler.util.stacks import dump_stacks
 
 Key = tuple[str, str, str]
@@ -82,8 +85,13 @@ class Operator:
         control: Cluster,
         charts: ChartCache,
         settings: OperatorSettings | None = None,
+        watcher: WatcherSettings | None = None,
     ) -> None:
         self.settings = settings or OperatorSettings()
+        self.watcher = watcher or WatcherSettings()
+        self.listener: Listener | None = None
+        """The watcher's listener, once `run` started it (when the watcher is on)."""
+        self._listening = asyncio.Event()
         self.control = ControlPlane(control)
         self.targets = TargetClusters(self.control, control)
         self.sources = ModuleSources(HelmChartProvider(charts))
@@ -214,6 +222,8 @@ class Operator:
 
         async def signal_ready() -> None:
             await asyncio.wrap_future(kopf_ready)
+            if self.watcher.enabled:
+                await self._listening.wait()
             if ready is not None:
                 ready.set()
             await asyncio.Event().wait()
@@ -223,6 +233,8 @@ class Operator:
             asyncio.create_task((stop or asyncio.Event()).wait()),
             asyncio.create_task(signal_ready()),
         ]
+        if self.watcher.enabled:
+            ours.append(asyncio.create_task(self._listen()))
         try:
             waited: list[asyncio.Future[Any]] = [kopf_done, *ours]
             await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
@@ -237,8 +249,9 @@ class Operator:
             await self.targets.aclose()
         if kopf_done.done() and kopf_done.exception() is not None:
             raise cast(BaseException, kopf_done.exception())  # kopf ended by itself: say why
-        if isinstance(results[0], Exception):
-            raise results[0]
+        for result in [results[0], *results[3:]]:  # the queue or the listener ended: say why
+            if isinstance(result, Exception):
+                raise result
 
     @staticmethod
     def _watch(
@@ -289,3 +302,11 @@ class Operator:
                 alive=thread.is_alive(),
             )
             dump_stacks()
+
+    async def _listen(self) -> None:
+        """The watcher's listener: the CA from the control plane, then serve until cancelled."""
+        ca = await CertificateAuthority.load_or_create(
+            self.control.cluster, self.watcher.ca_namespace, self.watcher.ca_secret
+        )
+        self.listener = Listener(self.watcher, ca, self.control, self.events)
+        await self.listener.serve(self._listening)
