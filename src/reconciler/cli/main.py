@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from reconciler import __version__
@@ -24,6 +26,24 @@ app.command()(components.deploy)
 app.command()(components.delete)
 app.command()(components.template)
 app.command()(components.diff)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Keep Kyma-style component sets on Kubernetes clusters in their desired state."""
 
 
 @app.command()
