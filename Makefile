@@ -5,11 +5,12 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: help setup testbed lint typecheck test demo demo-down clean
+.PHONY: help setup testbed lint typecheck test demo demo-down clean image
 
 help:
 	@echo "make demo   dev cluster + sample component set (CLI), then the mothership reconciling it"
 	@echo "make test   lint, type-check and run the whole test suite against the real test bed"
+	@echo "make image  the OCI image (no daemon; docs/deploy.md), IMAGE_PUSH=host:port/repo:tag to push"
 
 $(VENV)/.installed: pyproject.toml constraints.txt examples/actions/pyproject.toml
 	python3 -m venv $(VENV)
@@ -43,6 +44,12 @@ demo: testbed
 demo-down: setup
 	-@if [ -f $(DEMO_DIR)/mothership.pid ]; then kill $$(cat $(DEMO_DIR)/mothership.pid) 2>/dev/null; rm -f $(DEMO_DIR)/mothership.pid; fi
 	$(BIN)/reconciler dev-cluster down --dir $(DEMO_DIR)
+
+IMAGE_PUSH ?=
+# The OCI image, built without a daemon from Debian packages and wheels, cached by input digest
+# in ~/.cache/reconciler/image (an OCI image layout); docs/deploy.md.
+image: setup
+	$(PY) -m reconciler.devcluster.image $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import typer.main
 from typer.core import TyperOption
+from typer.testing import CliRunner
 
 from reconciler.cli.main import app
+from reconciler.version import __version__
 from tests.cli.test_deploy_cli import EXAMPLES, invoke
 
 
@@ -38,3 +40,10 @@ def test_error_messages_keep_brackets_they_quote(tmp_path: Path) -> None:
     result = invoke("template", "-w", str(EXAMPLES), "-f", str(values))
     assert result.exit_code == 2
     assert "holds a list, not a map of values" in result.output
+
+
+def test_version_option_prints_the_version_alone() -> None:
+    """The image's entry point is `reconciler`; `--version` is how an image is checked."""
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"{__version__}\n"

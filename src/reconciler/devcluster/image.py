@@ -26,7 +26,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -47,8 +46,17 @@ USER = 65532
 SITE = "usr/lib/python3/dist-packages"  # on Debian's interpreter's path without any setting
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 BASE_PACKAGES = (f"{PY}-minimal", f"lib{PY}-stdlib")
-DROP = ("usr/share/doc/", "usr/share/man/", "usr/share/info/", "usr/share/locale/",
-        "usr/share/lintian/", "var/cache/", "var/lib/apt/", "var/lib/dpkg/", "var/log/")  # fmt: skip
+DROP = (
+    "usr/share/doc/",
+    "usr/share/man/",
+    "usr/share/info/",
+    "usr/share/locale/",
+    "usr/share/lintian/",
+    "var/cache/",
+    "var/lib/apt/",
+    "var/lib/dpkg/",
+    "var/log/",
+)
 ENTRY_POINT = f"#!/usr/bin/{PY}\nfrom reconciler.cli.main import app\n\napp()\n"
 ENV = [
     "PATH=/usr/local/bin:/usr/bin:/bin",
@@ -80,9 +88,7 @@ class _Hashing(io.RawIOBase):
         return len(data)
 
 
-def write_layer(
-    layout: Layout, fill: Callable[[tarfile.TarFile], None]
-) -> tuple[Descriptor, str]:
+def write_layer(layout: Layout, fill: Callable[[tarfile.TarFile], None]) -> tuple[Descriptor, str]:
     """A gzip'd tar layer written by `fill`, stored as a blob; its descriptor and diff ID."""
     with tempfile.NamedTemporaryFile(dir=layout.root, delete=False) as raw:
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
@@ -103,8 +109,9 @@ def _normalised(info: tarfile.TarInfo) -> tarfile.TarInfo:
 def add_tree(tar: tarfile.TarFile, root: Path) -> None:
     """Every file below `root` at its path relative to it, in sorted order, owned by root."""
     for path in sorted(root.rglob("*")):
-        tar.add(path, arcname=path.relative_to(root).as_posix(), recursive=False,
-                filter=_normalised)  # fmt: skip
+        tar.add(
+            path, arcname=path.relative_to(root).as_posix(), recursive=False, filter=_normalised
+        )
 
 
 def add_text(tar: tarfile.TarFile, name: str, text: str, mode: int = 0o644, uid: int = 0) -> None:
@@ -138,8 +145,17 @@ def _apt_sources() -> list[str]:
 def fill_base(work: Path) -> Callable[[tarfile.TarFile], None]:
     apt_install(["mmdebstrap"])
     extracted = work / "base.tar"
-    run(["mmdebstrap", "--quiet", "--variant=extract", f"--include={','.join(BASE_PACKAGES)}",
-         _suite(), str(extracted), *_apt_sources()])  # fmt: skip
+    run(
+        [
+            "mmdebstrap",
+            "--quiet",
+            "--variant=extract",
+            f"--include={','.join(BASE_PACKAGES)}",
+            _suite(),
+            str(extracted),
+            *_apt_sources(),
+        ]
+    )
 
     def fill(tar: tarfile.TarFile) -> None:
         with tarfile.open(extracted) as source:
@@ -151,8 +167,12 @@ def fill_base(work: Path) -> Callable[[tarfile.TarFile], None]:
                     continue
                 info.name = name
                 tar.addfile(info, source.extractfile(info) if info.isfile() else None)
-        add_text(tar, "etc/passwd", f"root:x:0:0:root:/root:/nonexistent\n"
-                 f"nonroot:x:{USER}:{USER}:nonroot:/tmp:/nonexistent\n")  # fmt: skip
+        add_text(
+            tar,
+            "etc/passwd",
+            f"root:x:0:0:root:/root:/nonexistent\n"
+            f"nonroot:x:{USER}:{USER}:nonroot:/tmp:/nonexistent\n",
+        )
         add_text(tar, "etc/group", f"root:x:0:\nnonroot:x:{USER}:\n")
         add_dir(tar, "var/cache/reconciler", 0o755, USER)
 
@@ -163,12 +183,25 @@ def _pip(*args: str) -> None:
     run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *args])
 
 
-def _compile(site: Path) -> None:
-    """Byte-code beside the sources, valid without checking them: the image's file system is
-    read-only, so Python could never write it there at run time."""
-    run([sys.executable, "-m", "compileall", "-q", "-j0", "--invalidation-mode",
-         "unchecked-hash", "-s", str(site.parent.parent.parent.parent), "-p", "/",
-         str(site)])  # fmt: skip
+def _compile(root: Path) -> None:
+    """Byte-code beside the sources (naming them by their path in the image), valid without
+    checking them: the image's file system is read-only, so Python cannot write it at run time."""
+    run(
+        [
+            sys.executable,
+            "-m",
+            "compileall",
+            "-q",
+            "-j0",
+            "--invalidation-mode",
+            "unchecked-hash",
+            "-s",
+            str(root),
+            "-p",
+            "/",
+            str(root / SITE),
+        ]
+    )
 
 
 def _dedupe_links(site: Path) -> None:
@@ -190,11 +223,19 @@ def fill_dependencies(repo: Path, work: Path) -> Callable[[tarfile.TarFile], Non
     root = work / "deps"
     site = root / SITE
     dependencies = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["dependencies"]
-    _pip("install", "--target", str(site), "--only-binary=:all:", "--no-compile",
-         "-c", str(repo / "constraints.txt"), *dependencies)  # fmt: skip
+    _pip(
+        "install",
+        "--target",
+        str(site),
+        "--only-binary=:all:",
+        "--no-compile",
+        "-c",
+        str(repo / "constraints.txt"),
+        *dependencies,
+    )
     shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts naming this machine's Python
     _dedupe_links(site)
-    _compile(site)
+    _compile(root)
     return lambda tar: add_tree(tar, root)
 
 
@@ -203,7 +244,7 @@ def fill_project(repo: Path, work: Path) -> Callable[[tarfile.TarFile], None]:
     site = root / SITE
     _pip("install", "--target", str(site), "--no-deps", "--no-compile", str(repo))
     shutil.rmtree(site / "bin", ignore_errors=True)
-    _compile(site)
+    _compile(root)
 
     def fill(tar: tarfile.TarFile) -> None:
         add_tree(tar, root)
@@ -223,8 +264,14 @@ def layer_keys(repo: Path) -> dict[str, str]:
     """The input digest of each layer: what it is built from, and nothing else."""
     common = [FORMAT.encode(), PY.encode(), Path(__file__).read_bytes()]
     base = [*common, _suite().encode(), *(Path(s).read_bytes() for s in _apt_sources())]
-    deps = [*common, (repo / "pyproject.toml").read_bytes(), (repo / "constraints.txt").read_bytes()]
-    sources = sorted(p for p in (repo / "src").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    deps = [
+        *common,
+        (repo / "pyproject.toml").read_bytes(),
+        (repo / "constraints.txt").read_bytes(),
+    ]
+    sources = sorted(
+        p for p in (repo / "src").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
     app = [*common, (repo / "pyproject.toml").read_bytes(), (repo / "README.md").read_bytes()]
     app += [str(p.relative_to(repo)).encode() + b"\0" + p.read_bytes() for p in sources]
     return {"base": _digest_of(base), "dependencies": _digest_of(deps), "project": _digest_of(app)}
@@ -255,8 +302,10 @@ def build(repo: Path, report: Callable[[str], None] = report_to_stderr) -> tuple
                 entry = {"digest": descriptor.digest, "size": descriptor.size, "diff_id": diff_id}
                 cached[key] = entry
                 index_file.write_text(json.dumps(cached, indent=1))
-                report(f"image: layer {layer} {descriptor.size / 1e6:.1f} MB compressed"
-                       f" in {time.monotonic() - started:.0f} s")  # fmt: skip
+                report(
+                    f"image: layer {layer} {descriptor.size / 1e6:.1f} MB compressed"
+                    f" in {time.monotonic() - started:.0f} s"
+                )
             descriptors.append(Descriptor(LAYER, entry["digest"], entry["size"]))
             diff_ids.append(entry["diff_id"])
     config = layout.add_json(image_config(diff_ids), CONFIG)
@@ -306,8 +355,10 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     layout, name = build(args.repo.resolve())
     size = compressed_size(layout, name)
-    print(f"{name} in {layout.root} ({size / 1e6:.0f} MB compressed,"
-          f" {time.monotonic() - started:.0f} s)")  # fmt: skip
+    print(
+        f"{name} in {layout.root} ({size / 1e6:.0f} MB compressed,"
+        f" {time.monotonic() - started:.0f} s)"
+    )
     if args.push:
         from reconciler.devcluster.ocilayout import push
 

@@ -61,6 +61,7 @@ class Layout:
         digest = sha256_file(path)
         target = self.blob(digest)
         size = path.stat().st_size
+        path.chmod(0o644)
         path.replace(target)
         return Descriptor(media_type, digest, size)
 
@@ -121,11 +122,11 @@ def push(layout: Layout, name: str, registry: str, repository: str, tag: str) ->
             if http.head(f"/v2/{repository}/blobs/{digest}").status_code == 200:
                 continue
             started = _check(http.post(f"/v2/{repository}/blobs/uploads/"), "an upload")
-            location = started.headers["Location"]
+            # the upload URL carries the registry's own state in its query: add to it
+            location = httpx.URL(started.headers["Location"]).copy_add_param("digest", digest)
             _check(
                 http.put(
                     location,
-                    params={"digest": digest},
                     content=_chunks(layout.blob(digest)),
                     headers={
                         "Content-Type": "application/octet-stream",
