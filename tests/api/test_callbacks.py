@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.api import ApiSettings
-from reconciler.model.operation import Operation
+from reconciler.model.operation import BLOCKER_MAX, Operation
 from reconciler.model.remote import CALLBACK_SECRET_HEADER
 from reconciler.model.status import OperationState
 from reconciler.store.callback_secrets import CallbackSecrets
@@ -37,14 +37,14 @@ class HandedOver:
 
 
 @asynccontextmanager
-async def handed_over(tmp_path: Path) -> AsyncIterator[HandedOver]:
+async def handed_over(tmp_path: Path, **spec: Any) -> AsyncIterator[HandedOver]:
     """istio in progress (held by a gate) with a callback secret issued as on a hand-over."""
     gate = Gate("istio")
     settings = ApiSettings(auth="none", callback_token=TOKEN, callback_orphan_timeout=30)
     async with running_api(
         tmp_path, settings, invoker=gate.factory, headers={"Authorization": f"Bearer {TOKEN}"}
     ) as api:
-        await api.engine.service.upsert_cluster(cluster_spec("rt-cb"))
+        await api.engine.service.upsert_cluster(cluster_spec("rt-cb", **spec))
         await gate.entered.wait()
         (rec,) = await api.engine.service.reconciliations(runtime_ids=["rt-cb"])
         _, ops = await api.engine.service.reconciliation(rec.scheduling_id)
@@ -167,3 +167,34 @@ async def test_callback_token_is_checked_before_the_body_is_parsed(tmp_path: Pat
             response = await api.client.post(url, content=b"{not json", headers=headers)
             assert response.status_code == status, response.text
             assert "JSON" not in response.json()["error"]
+
+
+async def test_callbacks_report_what_blocks_readiness_scrubbed_and_bounded(tmp_path: Path) -> None:
+    secret_value = "hunter2-blocker-secret"
+    config = {"istio": [{"key": "password", "value": secret_value, "secret": True}]}
+    async with handed_over(tmp_path, configuration=config) as h:
+        client, signed = h.api.client, {CALLBACK_SECRET_HEADER: h.secret}
+        waiting = "deployment kyma-system/istiod: 0/1 replicas available"
+        sent = await client.post(
+            h.url, json={**body("running"), "blocker": waiting}, headers=signed
+        )
+        assert sent.status_code == 200
+        assert (await h.api.engine.service.operation(*h.op.key)).blocker == waiting
+        quiet = await client.post(h.url, json=body("running"), headers=signed)
+        assert quiet.status_code == 200  # a heartbeat without a blocker keeps the last one
+        assert (await h.api.engine.service.operation(*h.op.key)).blocker == waiting
+
+        too_long = {**body("running"), "blocker": "x" * (BLOCKER_MAX + 1)}
+        refused = await client.post(h.url, json=too_long, headers=signed)
+        assert refused.status_code == 400
+        assert refused.json()["error"].startswith("blocker: ")
+        leaky = f"job kyma-system/setup: failed (password {secret_value})"
+        failed = {**body("error", "setup failed"), "blocker": leaky}
+        assert (await client.post(h.url, json=failed, headers=signed)).status_code == 200
+        stored = await h.api.engine.service.operation(*h.op.key)
+        assert stored.state is OperationState.ERROR
+        assert stored.blocker.startswith("job kyma-system/setup: failed (password ")
+        assert secret_value not in stored.blocker
+        info = await client.get(f"/v1/reconciliations/{h.op.scheduling_id}/info")
+        (istio,) = [op for op in info.json()["operations"] if op["component"] == "istio"]
+        assert istio["blocker"] == stored.blocker

@@ -141,14 +141,19 @@ async def test_upgrade_prunes_what_the_new_version_no_longer_renders(
     }
 
 
-async def test_readiness_timeout_says_what_is_missing(
+async def test_readiness_timeout_says_what_is_missing_and_reports_it_while_waiting(
     cluster: Cluster, reconciler: ComponentReconciler, namespace: str, tmp_path: Path
 ) -> None:
     chart = make_chart(tmp_path, "web", {"deploy.yaml": DEPLOYMENT}, {"replicas": 2})
-    outcome = await reconciler.run(task(chart, namespace, timeout=2), cluster)
+    events: list[ProgressEvent] = []
+    outcome = await reconciler.run(task(chart, namespace, timeout=2), cluster, events.append)
     assert not outcome.ok
-    assert f"deployment {namespace}/web: 0/2 replicas available" in outcome.error
+    missing = f"deployment {namespace}/web: 0/2 replicas available"
+    assert missing in outcome.error
     assert outcome.error.startswith("component web:")
+    blockers = [e.blocker for e in events if e.blocker]
+    assert blockers[-1] == missing  # the "why not ready" drivers store and show
+    assert all(e.state is ProgressState.RUNNING for e in events if e.blocker)
 
 
 async def test_delete_removes_objects_record_and_owned_namespace(

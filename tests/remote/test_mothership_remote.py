@@ -275,3 +275,41 @@ async def test_forged_success_with_the_fleet_token_is_refused_and_the_real_worke
             async with kubelet_running(kube_cluster, namespace):
                 await wait_ready(ms.engine, ["rt-forge"], timeout=60)
         assert await tasks_done(one) == 1
+
+
+async def test_a_component_reconciler_reports_what_blocks_readiness_while_running_and_after(
+    kube_cluster: KubeTarget, db_url: str, tmp_path: Path, namespace: str
+) -> None:
+    chart = make_chart(tmp_path, "web", {"deploy.yaml": DEPLOYMENT}, {"replicas": 1})
+    kubeconfig = kube_cluster.kubeconfig.read_text()
+    expected = f"deployment {namespace}/part0: 0/1 replicas available"
+    (tmp_path / "one").mkdir()
+    with serve_process(tmp_path / "one") as one:
+        await one.live()
+        async with mothership(
+            tmp_path, db_url, [one.url], operation_timeout=15, max_retries=0, retry_interval=3600
+        ) as ms:
+            await ms.engine.service.upsert_cluster(
+                spec("rt-why", kubeconfig, chart, namespace, components=1)
+            )
+
+            async def operation() -> Operation:
+                (rec, *_) = await ms.engine.service.reconciliations(runtime_ids=["rt-why"])
+                _, (op,) = await ms.engine.service.reconciliation(rec.scheduling_id)
+                return op
+
+            async def blocked_while_running() -> bool:  # no kubelet: the Deployment waits
+                if not await ms.engine.service.reconciliations(runtime_ids=["rt-why"]):
+                    return False
+                op = await operation()
+                return op.state is OperationState.IN_PROGRESS and op.blocker == expected
+
+            await poll_until(blocked_while_running, timeout=60, what=f"blocker '{expected}'")
+
+            async def failed() -> bool:
+                return (await operation()).state is OperationState.ERROR
+
+            await poll_until(failed, timeout=60, what="the operation to fail")
+            op = await operation()
+            assert "part0" in op.reason
+            assert op.blocker == expected

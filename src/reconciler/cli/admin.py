@@ -369,7 +369,8 @@ def reconciliation_info(
     ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
-    """One reconciliation with its operations."""
+    """One reconciliation with its operations; for a component still running or failed, the
+    object that keeps it from being ready ("blocked by")."""
     data = _call(
         "GET", url, f"/v1/reconciliations/{scheduling_id}/info", _bearer(token, token_file), ca_file
     )
@@ -379,8 +380,16 @@ def reconciliation_info(
         "type",
         "state",
         "reason",
+        "blocked by",
         title=(f"{data['schedulingID']}  {data['status']}  finished={data['finished']}"),
     )
     for op in data["operations"]:
-        table.add_row(str(op["priority"]), op["component"], op["type"], op["state"], op["reason"])
+        table.add_row(
+            str(op["priority"]),
+            op["component"],
+            op["type"],
+            op["state"],
+            op["reason"],
+            op.get("blocker", ""),
+        )
     _print(data, output, table)

@@ -13,8 +13,8 @@ from typing import Any
 
 from reconciler.charts.workspace import Workspace
 from reconciler.core.executor import StepResult, execute
-from reconciler.core.results import Outcome
-from reconciler.core.runner import ComponentReconciler, Report
+from reconciler.core.results import Outcome, Report
+from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.live import LiveIndex
 from reconciler.model.component import CRDS_COMPONENT, ComponentSet

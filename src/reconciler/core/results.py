@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reconciler.model.kube_object import ObjectKey
+from reconciler.model.task import ProgressEvent, ProgressState
+
+Report = Callable[[ProgressEvent], None]
 
 
 @dataclass
@@ -27,3 +31,21 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return not self.error
+
+
+class Phase:
+    """How a run reports itself: `phase("render chart")` names what it does now, and
+    `phase.blocked(reason)` what keeps it from being ready (`deployment ns/x: 0/1 replicas
+    available`), which drivers store and show as the component's "why not ready"."""
+
+    def __init__(self, component: str, emit: Report) -> None:
+        self.component = component
+        self.emit = emit
+
+    def __call__(self, text: str) -> None:
+        self.emit(ProgressEvent(self.component, ProgressState.RUNNING, text, text.split()[0]))
+
+    def blocked(self, reason: str) -> None:
+        self.emit(
+            ProgressEvent(self.component, ProgressState.RUNNING, reason, "waiting", blocker=reason)
+        )

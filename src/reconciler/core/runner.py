@@ -20,7 +20,7 @@ from reconciler.charts.render import Capabilities
 from reconciler.core.actions import HOOKS, ActionContext, ActionRegistry
 from reconciler.core.charts import ChartProvider
 from reconciler.core.generated import Generated, keep_generated
-from reconciler.core.results import Outcome
+from reconciler.core.results import Outcome, Phase, Report
 from reconciler.core.steady import RenderCache, SteadyState
 from reconciler.errors import ClusterUnreachable, ReadinessTimeout, ReconcilerError, WaitTimeout
 from reconciler.kube import inventory
@@ -34,7 +34,6 @@ from reconciler.model.kube_object import KubeObject, ObjectKey
 from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
 from reconciler.observability.logging import get_logger
 
-Report = Callable[[ProgressEvent], None]
 TRANSIENT_ERRORS = (ClusterUnreachable, ReadinessTimeout, WaitTimeout)
 
 
@@ -81,8 +80,7 @@ class ComponentReconciler:
         outcome = Outcome(task.component)
         emit = report or (lambda event: None)
 
-        def phase(text: str) -> None:
-            emit(ProgressEvent(task.component, ProgressState.RUNNING, text, text.split()[0]))
+        phase = Phase(task.component, emit)
 
         log = get_logger(component=task.component, correlation_id=task.correlation_id)
         ctx = ActionContext(task=task, kube=cluster, charts=self.charts, logger=log)
@@ -119,7 +117,7 @@ class ComponentReconciler:
         self,
         ctx: ActionContext,
         outcome: Outcome,
-        phase: Callable[[str], None],
+        phase: Phase,
         index: LiveIndex,
     ) -> None:
         task, cluster = ctx.task, ctx.kube
@@ -213,7 +211,7 @@ class ComponentReconciler:
         self,
         ctx: ActionContext,
         outcome: Outcome,
-        phase: Callable[[str], None],
+        phase: Phase,
         previous: inventory.Inventory | None,
         digest: str,
         index: LiveIndex,
@@ -298,7 +296,9 @@ class ComponentReconciler:
             await inventory.write(cluster, record)
             phase("waiting for readiness")
             final.update(
-                await wait_ready(cluster, result.live, timeout=task.timeout, on_waiting=phase)
+                await wait_ready(
+                    cluster, result.live, timeout=task.timeout, on_waiting=phase.blocked
+                )
             )
         # observed after readiness: the controllers' status writes are part of the record
         record.entries = [inventory.Entry.of(live) for live in final.values()]

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
-from reconciler.core.results import Outcome
+from reconciler.core.results import Outcome, Phase
 from reconciler.kube import inventory
 from reconciler.kube.apply import apply_objects
 from reconciler.kube.cluster import Cluster
@@ -63,7 +63,7 @@ class SteadyState:
         self,
         desired: Callable[[set[ObjectKey]], Awaitable[tuple[list[KubeObject], str]]],
         outcome: Outcome,
-        phase: Callable[[str], None],
+        phase: Phase,
         *,
         concurrency: int,
     ) -> bool:
@@ -114,7 +114,9 @@ class SteadyState:
         if task.wait:
             phase("waiting for readiness")
             waited = [*final.values(), *recheck]
-            final.update(await wait_ready(cluster, waited, timeout=task.timeout, on_waiting=phase))
+            final.update(
+                await wait_ready(cluster, waited, timeout=task.timeout, on_waiting=phase.blocked)
+            )
         updated = [
             inventory.Entry.of(final[key]) if key in final else entry.seen(observed.get(key))
             for key, entry in entries.items()

@@ -31,7 +31,9 @@ async def wait_ready(
     on_waiting: Callable[[str], None] | None = None,
 ) -> dict[ObjectKey, KubeObject]:
     """Poll the objects whose kind has a readiness rule until all are ready; return the objects
-    as last read (those that needed polling), so callers can record their final state."""
+    as last read (those that needed polling), so callers can record their final state.
+    `on_waiting` hears what still blocks after each poll (the first object not ready and its
+    condition), and the workload that failed before WorkloadFailed is raised."""
     pending = {
         obj.key: obj for obj in objects if obj.kind in WATCHED_KINDS and readiness(obj) != READY
     }
@@ -49,6 +51,8 @@ async def wait_ready(
         results = await asyncio.gather(*(check(obj) for obj in pending.values()))
         for obj, state in results:
             if state.failed:
+                if on_waiting is not None:
+                    on_waiting(state.reason)  # what blocks it for good
                 raise WorkloadFailed(state.reason)
             if state.ready:
                 pending.pop(obj.key, None)

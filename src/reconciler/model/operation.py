@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 from reconciler.model.status import ClusterStatus, OperationState, OperationType
 
+BLOCKER_MAX = 1024
+"""The longest "why not ready" text stored with an operation (one object and its condition)."""
+
 
 @dataclass(frozen=True)
 class PlannedOperation:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from reconciler.model.operation import BLOCKER_MAX
 from reconciler.model.status import OperationState
 from reconciler.model.task import Task, TaskType
 from reconciler.model.values import MAX_VALUE_DEPTH, nesting_depth, values_at
@@ -163,3 +164,6 @@ class CallbackMessage(_Wire):
     retry_id: Annotated[str, AfterValidator(_uuid)] = Field(alias="retryID")
     processing_duration: int = Field(default=0, alias="processingDuration", ge=0)
     manifest: str | None = None
+    blocker: str = Field(default="", max_length=BLOCKER_MAX)
+    """What keeps the component from being ready (`deployment ns/x: 0/1 replicas available`),
+    sent with `running`, `failed` and `error`; an addition of this implementation."""

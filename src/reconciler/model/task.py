@@ -63,3 +63,6 @@ class ProgressEvent:
     message: str = ""
     phase: str = ""
     """What the component is doing now: render, apply, wait, prune, delete, ..."""
+    blocker: str = ""
+    """While waiting for readiness: the object that is not ready yet and its condition
+    (`deployment kyma-system/x: 0/1 replicas available`), or the workload that failed."""

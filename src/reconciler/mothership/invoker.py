@@ -1,8 +1,9 @@
 """How an operation's component work gets done: in this process (embedded default) or by any
 callable (benchmarks, tests); the remote invoker for component-reconciler services plugs in here.
 
-An invoker runs one operation to its end and reports progress through `progress`, which the
-worker turns into heartbeats. It returns a result; it never touches operation state itself.
+An invoker runs one operation to its end and reports what blocks its component's readiness
+through `progress`, which the worker stores with the heartbeats. It returns a result; it never
+touches operation state itself.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from reconciler.model.operation import Operation
 from reconciler.model.task import ProgressEvent
 from reconciler.mothership.planner import Planner
 
-Progress = Callable[[str], Awaitable[None]]
+Progress = Callable[[str], None]
+"""Hears what keeps the operation's component from being ready, each time that changes (the
+blocking object and its condition); the worker stores the latest with the operation."""
 
 
 @dataclass(frozen=True)
@@ -83,17 +86,15 @@ class InProcessInvoker:
             return InvokeResult(False, f"component {op.component}: {exc}", transient=True)
         except (KubeconfigError, ReconcilerError) as exc:
             return InvokeResult(False, f"component {op.component}: {exc}")
-        pending: list[str] = []
 
         def report(event: ProgressEvent) -> None:
-            pending.append(event.message)
+            if event.blocker:
+                progress(event.blocker)
 
         async with cluster:
             # a retry reads afresh: the shared listings predate what its failed attempt applied
             live = self._live_index(op.scheduling_id) if op.retries == 0 else None
             outcome = await self.reconciler.run(task, cluster, report, live=live)
-        if pending:
-            await progress(pending[-1])
         if outcome.ok:
             return InvokeResult(True, "")
         return InvokeResult(False, outcome.error, outcome.transient)

@@ -27,6 +27,7 @@ from reconciler.store.callback_secrets import CallbackSecrets
 from reconciler.store.fleet import FleetPage, FleetQueries, FleetQuery
 from reconciler.store.inventory import InventoryRepository, StaleStatus
 from reconciler.store.reconciliations import ReconciliationRepository
+from reconciler.util.secrecy import Scrubber
 
 S = ClusterStatus
 USER_STATUSES = {S.RECONCILE_DISABLED, S.READY, S.RECONCILE_PENDING}
@@ -218,10 +219,15 @@ class MothershipService:
             )
         if op.state.final:
             raise ConflictError(f"operation {correlation_id} is already {op.state}")
-        if message.error:  # a reason is stored and shown: never with the cluster's secrets
-            message = message.model_copy(update={"error": await self._scrub(op, message.error)})
+        # a reason or blocker is stored and shown: never with the cluster's secrets
+        texts = {name: getattr(message, name) for name in ("error", "blocker")}
+        if any(texts.values()):
+            scrub = await self._scrubber(op)
+            message = message.model_copy(update={k: scrub(v) for k, v in texts.items()})
         state = message.status.operation_state
         live = (OperationState.IN_PROGRESS, OperationState.FAILED, OperationState.ORPHAN)
+        # what blocks readiness: kept until a report names another one, cleared on success
+        blocker = "" if state is OperationState.DONE else message.blocker or None
         if state is OperationState.FAILED:
             changed = await self.repo.update(
                 op.key,
@@ -229,6 +235,7 @@ class MothershipService:
                 expect=live,
                 reason=message.error,
                 retry_after=dt.timedelta(seconds=orphan_timeout),
+                blocker=blocker,
             )
         else:
             changed = await self.repo.update(
@@ -236,6 +243,7 @@ class MothershipService:
                 state,
                 expect=live,
                 reason=message.error if state.final else None,
+                blocker=blocker,
             )
         if not changed:
             current = await self.repo.operation(scheduling_id, correlation_id)
@@ -244,9 +252,9 @@ class MothershipService:
             await self.notifier.notify(Channel.FINISHED)
         return await self.repo.operation(scheduling_id, correlation_id)
 
-    async def _scrub(self, op: Operation, text: str) -> str:
+    async def _scrubber(self, op: Operation) -> Scrubber:
         config = await self.inventory.at_config(op.runtime_id, op.config_version)
-        return kubeconfig.scrubber(config.spec.kubeconfig, config.spec.secret_values())(text)
+        return kubeconfig.scrubber(config.spec.kubeconfig, config.spec.secret_values())
 
     async def stop_operation(self, scheduling_id: str, correlation_id: str, reason: str) -> None:
         await self.repo.stop(scheduling_id, correlation_id, reason)

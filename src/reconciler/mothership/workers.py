@@ -29,7 +29,7 @@ import structlog
 from reconciler.errors import ReconcilerError
 from reconciler.kube import kubeconfig
 from reconciler.model.cluster import ClusterState
-from reconciler.model.operation import Operation
+from reconciler.model.operation import BLOCKER_MAX, Operation
 from reconciler.model.status import OperationState
 from reconciler.mothership.invoker import Invoker, InvokeResult
 from reconciler.mothership.loops import retry_transient
@@ -46,6 +46,36 @@ STATE_CACHE = 2048
 
 def worker_identity() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Blocker:
+    """What keeps a running operation's component from being ready, as the run last reported
+    it. The heartbeat loop stores it: at once when it changes (at most once a second), else
+    with the next regular heartbeat; the final write stores the last one (cleared on success)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.unsaved = False
+        self.changed = asyncio.Event()
+
+    def report(self, text: str) -> None:
+        text = text[:BLOCKER_MAX]
+        if text != self.text:
+            self.text, self.unsaved = text, True
+            self.changed.set()
+
+    async def wait(self, timeout: float) -> None:
+        """Until the next heartbeat is due or the blocker changed."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.changed.wait(), timeout)
+
+    def take(self) -> str | None:
+        """The text to store with this heartbeat; None when it is stored already."""
+        self.changed.clear()
+        if not self.unsaved:
+            return None
+        self.unsaved = False
+        return self.text
 
 
 class WorkerPool:
@@ -139,7 +169,10 @@ class WorkerPool:
         return cached
 
     async def _heartbeat(
-        self, key: tuple[str, str], bound: structlog.typing.FilteringBoundLogger
+        self,
+        key: tuple[str, str],
+        bound: structlog.typing.FilteringBoundLogger,
+        blocker: Blocker,
     ) -> bool:
         """Keep the operation alive. Returns True when the local run must stop: the database
         stayed unreachable past the orphan timeout, so the operation is (or is about to be)
@@ -148,11 +181,12 @@ class WorkerPool:
         while it was being handed over, or it was orphaned); the final write then tells."""
         alive_at = time.monotonic()
         while True:
-            await asyncio.sleep(self.settings.heartbeat_interval)
+            await blocker.wait(self.settings.heartbeat_interval)
+            text = blocker.take()
             try:
                 alive = await retry_transient(
                     "heartbeat",
-                    lambda: self.repo.heartbeat(key, self.worker),
+                    functools.partial(self.repo.heartbeat, key, self.worker, blocker=text),
                     give_up_at=alive_at + self.settings.orphan_timeout,
                 )
             except Exception as exc:
@@ -162,13 +196,14 @@ class WorkerPool:
                 bound.debug("heartbeats end: the operation is no longer in progress here")
                 return False
             alive_at = time.monotonic()
+            if text is not None:  # a changing blocker writes at most once a second
+                await asyncio.sleep(min(1.0, self.settings.heartbeat_interval))
 
     async def _invoke(
-        self, op: Operation, bound: structlog.typing.FilteringBoundLogger
+        self, op: Operation, bound: structlog.typing.FilteringBoundLogger, blocker: Blocker
     ) -> InvokeResult:
-        async def progress(_message: str) -> None:
-            with contextlib.suppress(Exception):  # liveness is the heartbeat loop's job
-                await self.repo.heartbeat(op.key, self.worker)
+        def progress(text: str) -> None:
+            blocker.report(scrub(text))  # stored and shown: never with the cluster's secrets
 
         scrub = NOTHING
         try:
@@ -203,8 +238,9 @@ class WorkerPool:
             correlation_id=op.correlation_id,
             component=op.component,
         )
-        work = asyncio.create_task(self._invoke(op, bound))
-        heartbeat = asyncio.create_task(self._heartbeat(op.key, bound))
+        blocker = Blocker()
+        work = asyncio.create_task(self._invoke(op, bound, blocker))
+        heartbeat = asyncio.create_task(self._heartbeat(op.key, bound, blocker))
         try:
             await asyncio.wait({work, heartbeat}, return_when=asyncio.FIRST_COMPLETED)
             if not work.done() and not heartbeat.result():
@@ -216,7 +252,7 @@ class WorkerPool:
         if work.cancelled():
             bound.error("local run stopped: the operation is left to whoever owns it now")
             return
-        await self._record(op, work.result(), bound)
+        await self._record(op, work.result(), bound, blocker.text)
 
     async def _write(
         self,
@@ -246,7 +282,11 @@ class WorkerPool:
         return written
 
     async def _record(
-        self, op: Operation, result: InvokeResult, bound: structlog.typing.FilteringBoundLogger
+        self,
+        op: Operation,
+        result: InvokeResult,
+        bound: structlog.typing.FilteringBoundLogger,
+        blocker: str,
     ) -> None:
         started = self.started_at.get(op.key)
         if self.metrics is not None and started is not None:
@@ -269,7 +309,7 @@ class WorkerPool:
                     "operation requeued", reason=result.reason, retry_in=result.requeue_after
                 )
         elif result.ok:
-            if await self._write(op, OperationState.DONE, bound, reason=""):
+            if await self._write(op, OperationState.DONE, bound, reason="", blocker=""):
                 bound.info("operation done")
         elif op.retries < self.settings.max_retries:
             backoff = self.settings.retry_backoff * (2**op.retries)
@@ -280,12 +320,18 @@ class WorkerPool:
                 reason=result.reason,
                 transient=result.transient,
                 retry_after=dt.timedelta(seconds=backoff),
+                blocker=blocker,
             ):
                 bound.warning(
                     "operation failed, will retry", reason=result.reason, retry_in=backoff
                 )
         elif await self._write(
-            op, OperationState.ERROR, bound, reason=result.reason, transient=result.transient
+            op,
+            OperationState.ERROR,
+            bound,
+            reason=result.reason,
+            transient=result.transient,
+            blocker=blocker,
         ):
             bound.error("operation failed", reason=result.reason)
         await self.notifier.notify(Channel.FINISHED)

@@ -24,6 +24,7 @@ from reconciler.core.charts import ChartProvider
 from reconciler.core.runner import ComponentReconciler
 from reconciler.errors import KubeconfigError, ReconcilerError
 from reconciler.kube import kubeconfig
+from reconciler.model.operation import BLOCKER_MAX
 from reconciler.model.remote import CallbackMessage, CallbackStatus, RemoteTask
 from reconciler.model.task import ProgressEvent
 from reconciler.observability.logging import get_logger
@@ -49,6 +50,8 @@ class Job:
     """The final callback was taken, or the mothership said it expects none."""
     abandoned: bool = False
     phase: str = ""
+    blocker: str = ""
+    """What keeps the component from being ready, scrubbed; sent until the task succeeds."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -65,6 +68,7 @@ class Job:
             error=error,
             retry_id=self.retry_id,
             processing_duration=int((time.monotonic() - self.accepted) * 1000),
+            blocker="" if status is CallbackStatus.SUCCESS else self.blocker,
         )
 
 
@@ -153,7 +157,7 @@ class TaskRunner:
         while True:
             job.attempt += 1
             job.retry_id = str(uuid.uuid4())
-            error, retryable = await self._attempt(job)
+            error, retryable = await self._attempt(job, scrub)
             if not error:
                 return CallbackStatus.SUCCESS, ""
             error = scrub(error)
@@ -168,7 +172,7 @@ class TaskRunner:
             await asyncio.sleep(delay)  # backoff between attempts
             delay = min(delay * 2, self.settings.retry_max_delay)
 
-    async def _attempt(self, job: Job) -> tuple[str, bool]:
+    async def _attempt(self, job: Job, scrub: Scrubber) -> tuple[str, bool]:
         """One attempt: (error or "", whether another attempt may help)."""
         component = job.component
         remaining = job.deadline - time.monotonic()
@@ -176,6 +180,8 @@ class TaskRunner:
 
         def report(event: ProgressEvent) -> None:
             job.phase = event.phase
+            if event.blocker:
+                job.blocker = scrub(event.blocker)[:BLOCKER_MAX]
 
         try:
             # a second of slack: the core's own readiness timeout says more about what is missing

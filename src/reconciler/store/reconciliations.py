@@ -172,13 +172,18 @@ class ReconciliationRepository(ReconciliationQueries):
                 operations.update()
                 .where(key.in_([(r["scheduling_id"], r["correlation_id"]) for r in chosen]))
                 .where(operations.c.state.in_([s.value for s in CLAIMABLE]))
-                .values(state=OperationState.IN_PROGRESS.value, worker=worker, updated=now)
+                # a new attempt: what blocked the last one is no longer known to block
+                .values(
+                    state=OperationState.IN_PROGRESS.value, worker=worker, updated=now, blocker=""
+                )
                 .returning(operations.c.scheduling_id, operations.c.correlation_id)
             )
             won = {tuple(row) for row in taken.all()}
         # `updated` stays the time of the last state change: the worker reports the queue wait
         return [
-            operation_from_row({**row, "state": OperationState.IN_PROGRESS.value, "worker": worker})
+            operation_from_row(
+                {**row, "state": OperationState.IN_PROGRESS.value, "worker": worker, "blocker": ""}
+            )
             for row in chosen
             if (row["scheduling_id"], row["correlation_id"]) in won
         ]
@@ -195,12 +200,16 @@ class ReconciliationRepository(ReconciliationQueries):
         worker: str | None = None,
         count_retry: bool = True,
         new_worker: str | None = None,
+        blocker: str | None = None,
     ) -> bool:
-        """Compare-and-set the state of one operation; False when it was not in `expect`."""
+        """Compare-and-set the state of one operation; False when it was not in `expect`.
+        `blocker`: what keeps the component from being ready ("" clears it; None keeps it)."""
         now = self.clock()
         values: dict[str, Any] = {"state": state.value, "updated": now}
         if reason is not None:
             values["reason"] = reason
+        if blocker is not None:
+            values["blocker"] = blocker
         if transient is not None:
             values["transient"] = transient
         if retry_after is not None:
@@ -222,8 +231,14 @@ class ReconciliationRepository(ReconciliationQueries):
         async with self.engine.begin() as conn:
             return (await conn.execute(query)).rowcount == 1
 
-    async def heartbeat(self, key: tuple[str, str], worker: str) -> bool:
-        """Mark an in-progress operation as alive (it is not an orphan)."""
+    async def heartbeat(
+        self, key: tuple[str, str], worker: str, blocker: str | None = None
+    ) -> bool:
+        """Mark an in-progress operation as alive (it is not an orphan), with what blocks it
+        now when that changed."""
+        values: dict[str, Any] = {"updated": self.clock()}
+        if blocker is not None:
+            values["blocker"] = blocker
         async with self.engine.begin() as conn:
             result = await conn.execute(
                 operations.update()
@@ -231,7 +246,7 @@ class ReconciliationRepository(ReconciliationQueries):
                 .where(operations.c.correlation_id == key[1])
                 .where(operations.c.state == OperationState.IN_PROGRESS.value)
                 .where(operations.c.worker == worker)
-                .values(updated=self.clock())
+                .values(**values)
             )
             return result.rowcount == 1
 
