@@ -91,8 +91,8 @@ def test_a_stop_that_hangs_still_exits_within_the_stop_timeout() -> None:
     stuck = textwrap.dedent(
         """
         import asyncio, time
-        from reconciler.cli.operator import _stop_within
-        _stop_within(asyncio.Event(), 0.5)
+        from reconciler.cli.signals import stop_within
+        stop_within(asyncio.Event(), 0.5)
         time.sleep(60)  # a stop that never finishes
         """
     )

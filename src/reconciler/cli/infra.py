@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from prometheus_client import start_http_server
 
 from reconciler.cli.crds import print_or_install
+from reconciler.cli.errors import BAD_INPUT, failures
+from reconciler.cli.signals import stop_within
 from reconciler.infra.crds import all_crds
 from reconciler.infra.install import install_crds
+from reconciler.infra.manager import InfraManager
+from reconciler.infra.settings import InfraSettings
+from reconciler.kube.client import KubeClient
+from reconciler.kube.cluster import Cluster
+from reconciler.observability.logging import configure_logging
 
 app = typer.Typer(help="Infrastructure manager: Runtime -> Gardener Shoot -> kubeconfig Secret.")
 
@@ -33,3 +43,44 @@ def install_crds_command(
 ) -> None:
     """Install the Runtime and GardenerCluster CRDs (or print them with --print)."""
     print_or_install(kubeconfig, print_only, all_crds(), install_crds)
+
+
+@app.command()
+def run(
+    kubeconfig: Kubeconfig = None,
+    garden_kubeconfig: Annotated[
+        Path,
+        typer.Option(
+            "--garden-kubeconfig",
+            envvar="RECONCILER_INFRA_GARDEN_KUBECONFIG",
+            help="Kubeconfig of the Gardener project (the garden cluster).",
+        ),
+    ] = Path("garden-kubeconfig"),
+    namespace: Annotated[
+        str | None, typer.Option(help="Watch only this namespace (default: all).")
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus metrics on this port (127.0.0.1).")
+    ] = None,
+) -> None:
+    """Turn Runtimes into Shoots and kubeconfig Secrets until SIGTERM/SIGINT.
+    Settings: RECONCILER_INFRA_* (project, rate limit, workers, kubeconfig validity)."""
+    configure_logging(level=log_level.upper())
+    with failures(BAD_INPUT):
+        settings = InfraSettings()
+        garden = KubeClient.from_kubeconfig(garden_kubeconfig)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop_within, stop, settings.stop_timeout)
+        async with await Cluster.connect(kubeconfig) as cluster, garden:
+            manager = InfraManager(cluster, garden, settings)
+            if metrics_port is not None:
+                start_http_server(metrics_port, "127.0.0.1", registry=manager.metrics.registry)
+            await manager.run(namespace=namespace, stop=stop)
+
+    with failures():
+        asyncio.run(main())

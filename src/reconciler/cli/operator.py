@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -15,16 +13,16 @@ from prometheus_client import start_http_server
 
 from reconciler.charts.sources import ChartCache
 from reconciler.cli.crds import print_or_install
+from reconciler.cli.signals import stop_within
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
-from reconciler.observability.logging import configure_logging, get_logger
+from reconciler.observability.logging import configure_logging
 from reconciler.operator.crds import all_crds
 from reconciler.operator.deploy import all_objects, deploy
 from reconciler.operator.install import install_crds
 from reconciler.operator.runtime import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.paths import cache_dir
-from reconciler.util.stacks import dump_stacks
 from reconciler.version import __version__
 
 app = typer.Typer(help="Operator mode: Kyma, ModuleTemplate, ModuleReleaseMeta, Manifest.")
@@ -56,23 +54,6 @@ def install_crds_command(
     print_or_install(kubeconfig, print_only, all_crds(), install_crds)
 
 
-def _stop_within(stop: asyncio.Event, timeout: float) -> None:
-    """Ask for a graceful stop and guarantee an exit: kopf runs in a thread of its own, and a
-    handler that does not return would otherwise keep the process alive after the stop."""
-    if stop.is_set():
-        return
-
-    def exit_now() -> None:
-        get_logger(component="operator").error("did not stop in time; exiting", timeout=timeout)
-        dump_stacks()  # what it was stuck in, for the bug report
-        os._exit(1)
-
-    watchdog = threading.Timer(timeout, exit_now)
-    watchdog.daemon = True
-    watchdog.start()
-    stop.set()
-
-
 @app.command()
 def run(
     kubeconfig: Kubeconfig = None,
@@ -92,7 +73,7 @@ def run(
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, _stop_within, stop, settings.stop_timeout)
+            loop.add_signal_handler(sig, stop_within, stop, settings.stop_timeout)
         async with await Cluster.connect(kubeconfig) as cluster:
             operator = Operator(cluster, ChartCache(cache_dir() / "charts"), settings)
             if metrics_port is not None:

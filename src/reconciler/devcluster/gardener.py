@@ -45,6 +45,7 @@ from reconciler.errors import ReconcilerError
 from reconciler.kube import crdgen
 from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
+from reconciler.kube.informer import list_and_watch
 from reconciler.kube.kubeconfig import load_kubeconfig
 
 GROUP = "core.gardener.cloud"
@@ -109,6 +110,38 @@ def shoot_crd() -> dict[str, Any]:
     }
 
 
+def openidconnect_crd() -> dict[str, Any]:
+    """Served in shoots by Gardener's OIDC webhook authenticator; the manager writes these."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "openidconnects.authentication.gardener.cloud"},
+        "spec": {
+            "group": "authentication.gardener.cloud",
+            "names": {
+                "kind": "OpenIDConnect",
+                "listKind": "OpenIDConnectList",
+                "plural": "openidconnects",
+                "singular": "openidconnect",
+            },
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": _PRESERVE, "status": _PRESERVE},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -145,6 +178,9 @@ class GardenerSimulator:
         self.request_times: list[float] = []
         self.kubeconfigs_issued = 0
         self._throttle = 0
+        self.faults: dict[str, str] = {}
+        """Shoot name -> fault: set as the `FAULT` annotation when the Shoot appears (for Shoots
+        a client creates, which cannot carry the simulator's annotation itself)."""
         self._operations: dict[tuple[str, str], tuple[Any, asyncio.Task[None]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._server: uvicorn.Server | None = None
@@ -164,8 +200,12 @@ class GardenerSimulator:
         return self.workdir / "garden-kubeconfig"
 
     async def start(self) -> Path:
-        async with await Cluster.connect(self.garden_kubeconfig) as cluster:
-            await crdgen.install_crds(cluster, [shoot_crd()], field_manager="gardener-simulator")
+        for kubeconfig, crd in (
+            (self.garden_kubeconfig, shoot_crd()),
+            (self.shoot_kubeconfig, openidconnect_crd()),
+        ):
+            async with await Cluster.connect(kubeconfig) as cluster:
+                await crdgen.install_crds(cluster, [crd], field_manager="gardener-simulator")
         (port,) = free_ports(1)
         app = Starlette(
             routes=[
@@ -308,28 +348,22 @@ class GardenerSimulator:
     # --- the controller: Shoot status as Gardener advances it ------------------------------
 
     async def _control(self) -> None:
-        while True:
-            try:
-                listing = await self.garden.request("GET", f"{API}/shoots")
-                for shoot in listing.get("items", []):
-                    self._observe(shoot)
-                params = {
-                    "resourceVersion": listing["metadata"]["resourceVersion"],
-                    "timeoutSeconds": "300",
-                }
-                async for event in self.garden.watch(f"{API}/shoots", params):
-                    if event.get("type") in ("ADDED", "MODIFIED"):
-                        self._observe(event["object"])
-                    elif event.get("type") == "ERROR":
-                        break
-            except ReconcilerError:
-                await asyncio.sleep(0.5)
+        def observe(kind: str, shoot: dict[str, Any]) -> None:
+            if kind != "DELETED":
+                self._observe(shoot)
+
+        await list_and_watch(self.garden, f"{API}/shoots", observe, retry_delay=0.5)
 
     def _observe(self, shoot: dict[str, Any]) -> None:
         meta = shoot["metadata"]
         key = (meta["namespace"], meta["name"])
         annotations = meta.get("annotations") or {}
         status = shoot.get("status") or {}
+        fault = self.faults.pop(meta["name"], None)
+        if fault is not None and not meta.get("deletionTimestamp"):
+            patch = {"metadata": {"annotations": {FAULT: fault}}}
+            self._tasks.append(asyncio.create_task(self._patch(shoot, patch, status=False)))
+            return  # seen again with the annotation
         if meta.get("deletionTimestamp"):
             identity: Any = "delete"
         else:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
 from reconciler.kube.client import KubeApiError
+from reconciler.kube.workqueue import Backoff
 from reconciler.observability.logging import get_logger
 from reconciler.operator.catalog import CatalogError, Resolved, resolve, version_key
 from reconciler.operator.control import Body, ControlPlane
@@ -38,7 +39,7 @@ from reconciler.operator.resources import (
     State,
 )
 from reconciler.operator.settings import OperatorSettings
-from reconciler.operator.status import Backoff, aggregate, last_operation
+from reconciler.operator.status import aggregate, last_operation
 
 
 def manifest_name(kyma: str, module: str) -> str:

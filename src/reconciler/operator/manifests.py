@@ -21,6 +21,7 @@ from reconciler.kube import inventory
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.readiness import WATCHED_KINDS, readiness
+from reconciler.kube.workqueue import Backoff
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task, TaskType
 from reconciler.observability.logging import get_logger
@@ -40,7 +41,7 @@ from reconciler.operator.resources import (
 )
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.sources import ModuleSources, install_link
-from reconciler.operator.status import Backoff, last_operation
+from reconciler.operator.status import last_operation
 from reconciler.operator.targets import TargetClusters, TargetError, TargetMissing
 
 MAX_NAMED = 5

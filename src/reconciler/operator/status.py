@@ -1,32 +1,15 @@
-"""Status helpers both controllers share: exponential backoff per object, `lastOperation`, and
-the state order a Kyma aggregates its modules by."""
+"""Status helpers both controllers share: `lastOperation` and the state order a Kyma aggregates
+its modules by (the backoff per object is `kube/workqueue.py`'s)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from reconciler.operator.resources import State
 
 PRECEDENCE = (State.ERROR, State.WARNING, State.PROCESSING, State.DELETING)
-
-
-class Backoff:
-    """`base`, doubled per consecutive failure of one key, capped at `cap`."""
-
-    def __init__(self, base: float, cap: float) -> None:
-        self.base = base
-        self.cap = cap
-        self._failures: dict[Hashable, int] = {}
-
-    def next(self, key: Hashable) -> float:
-        failures = self._failures.get(key, 0)
-        self._failures[key] = failures + 1
-        return float(min(self.base * 2**failures, self.cap))
-
-    def forget(self, key: Hashable) -> None:
-        self._failures.pop(key, None)
 
 
 def last_operation(previous: dict[str, Any], message: str) -> dict[str, str]:

@@ -1,0 +1,172 @@
+"""The manager's side of the control plane: Runtimes (status, finalizer), and per Runtime its
+`GardenerCluster` and kubeconfig Secret `kubeconfig-<runtimeID>` (key `config`, labelled as KIM
+labels it, so operator mode finds it by `operator.kyma-project.io/kyma-name`), plus one cached
+connection per shoot, replaced when its kubeconfig changes.
+
+A new Secret is written before anything uses the new kubeconfig, and the old one stays valid
+until it expires: a rotation never leaves a reader without working credentials. Kubeconfigs
+never reach a log line or a message.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+from typing import Any
+
+from reconciler.infra.resources import (
+    API_VERSION,
+    CLUSTER_NAME,
+    COPIED_LABEL_PREFIXES,
+    FIELD_MANAGER,
+    FORCE_ROTATION,
+    KYMA_NAME,
+    LAST_SYNC,
+    MANAGED_BY,
+    MANAGER,
+    RUNTIME_ID,
+    SHOOT_NAME,
+)
+from reconciler.infra.states import EXPIRES_AT
+from reconciler.kube.client import KubeApiError
+from reconciler.kube.cluster import Cluster
+
+Body = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def secret_name(runtime_id: str) -> str:
+    return f"kubeconfig-{runtime_id}"
+
+
+def _stamp(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def labels_for(runtime: Body, shoot: str) -> dict[str, str]:
+    """KIM's labels: the Runtime's `kyma-project.io/*` and kyma-name ones, the runtime id, the
+    shoot name, the kyma name (defaulting to the runtime id), managed-by, cluster-name."""
+    meta = runtime["metadata"]
+    labels = {
+        k: str(v)
+        for k, v in (meta.get("labels") or {}).items()
+        if any(k.startswith(prefix) for prefix in COPIED_LABEL_PREFIXES)
+    }
+    labels.setdefault(KYMA_NAME, meta["name"])
+    labels.update(
+        {
+            RUNTIME_ID: meta["name"],
+            SHOOT_NAME: shoot,
+            MANAGED_BY: MANAGER,
+            CLUSTER_NAME: meta["name"],
+        }
+    )
+    return labels
+
+
+def _ref(kind: str, namespace: str, name: str, api_version: str = API_VERSION) -> Body:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+    }
+
+
+class Kubeconfigs:
+    def __init__(self, kcp: Cluster) -> None:
+        self.kcp = kcp
+        self._shoots: dict[tuple[str, str], tuple[str, Cluster]] = {}
+
+    async def get_runtime(self, namespace: str, name: str) -> Body | None:
+        live = await self.kcp.get(_ref("Runtime", namespace, name))
+        return None if live is None else live.raw
+
+    async def _patch(self, body: Body, patch: Body, *, status: bool = False) -> None:
+        meta = body["metadata"]
+        info = await self.kcp.mapper.resolve(body["apiVersion"], body["kind"])
+        path = info.path(meta["namespace"], meta["name"]) + ("/status" if status else "")
+        try:
+            await self.kcp.client.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise
+
+    async def set_status(self, runtime: Body, status: Body) -> None:
+        if runtime.get("status") == status:
+            return
+        await self._patch(runtime, {"status": status}, status=True)
+        runtime["status"] = status
+
+    async def set_finalizer(self, runtime: Body, finalizer: str, present: bool) -> None:
+        """Add or remove one finalizer, guarded by the resourceVersion (409 when it moved)."""
+        meta = runtime["metadata"]
+        current: list[str] = list(meta.get("finalizers") or [])
+        if (finalizer in current) == present:
+            return
+        wanted = [*current, finalizer] if present else [f for f in current if f != finalizer]
+        patch = {"metadata": {"finalizers": wanted, "resourceVersion": meta["resourceVersion"]}}
+        await self._patch(runtime, patch)
+        meta["finalizers"] = wanted
+
+    async def read(self, runtime: Body) -> tuple[Body | None, Body | None]:
+        """The kubeconfig Secret and the GardenerCluster of a Runtime (None: missing)."""
+        namespace, name = runtime["metadata"]["namespace"], runtime["metadata"]["name"]
+        secret = await self.kcp.get(_ref("Secret", namespace, secret_name(name), "v1"))
+        cluster = await self.kcp.get(_ref("GardenerCluster", namespace, name))
+        return (secret.raw if secret else None), (cluster.raw if cluster else None)
+
+    async def write(
+        self, runtime: Body, shoot: str, kubeconfig: str, now: dt.datetime, expires: dt.datetime
+    ) -> None:
+        """The GardenerCluster, then the Secret with the new kubeconfig; a force-rotation
+        annotation that asked for it is removed afterwards."""
+        meta = runtime["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        labels = labels_for(runtime, shoot)
+        secret_ref = {"name": secret_name(name), "namespace": namespace, "key": "config"}
+        cluster = {
+            **_ref("GardenerCluster", namespace, name),
+            "spec": {"kubeconfig": {"secret": secret_ref}, "shoot": {"name": shoot}},
+        }
+        cluster["metadata"]["labels"] = labels
+        live = await self.kcp.apply(cluster, field_manager=FIELD_MANAGER)
+        secret = {
+            **_ref("Secret", namespace, secret_name(name), "v1"),
+            "type": "Opaque",
+            "data": {"config": base64.b64encode(kubeconfig.encode()).decode()},
+        }
+        secret["metadata"]["labels"] = labels
+        secret["metadata"]["annotations"] = {LAST_SYNC: _stamp(now), EXPIRES_AT: _stamp(expires)}
+        await self.kcp.apply(secret, field_manager=FIELD_MANAGER)
+        for owner in (live.raw, runtime):
+            if (owner["metadata"].get("annotations") or {}).get(FORCE_ROTATION) is not None:
+                await self._patch(owner, {"metadata": {"annotations": {FORCE_ROTATION: None}}})
+        await self._patch(live.raw, {"status": {"state": "Ready"}}, status=True)
+
+    async def delete(self, runtime: Body) -> None:
+        namespace, name = runtime["metadata"]["namespace"], runtime["metadata"]["name"]
+        await self.kcp.delete(_ref("Secret", namespace, secret_name(name), "v1"))
+        await self.kcp.delete(_ref("GardenerCluster", namespace, name))
+        await self.evict(namespace, name)
+
+    async def shoot_cluster(self, runtime: Body, kubeconfig: str) -> Cluster:
+        """A connection to the Runtime's shoot, reused while the kubeconfig stays the same."""
+        key = (runtime["metadata"]["namespace"], runtime["metadata"]["name"])
+        digest = hashlib.sha256(kubeconfig.encode()).hexdigest()
+        cached = self._shoots.get(key)
+        if cached is not None and cached[0] == digest:
+            return cached[1]
+        await self.evict(*key)
+        cluster = await Cluster.connect(kubeconfig, text=True)
+        self._shoots[key] = (digest, cluster)
+        return cluster
+
+    async def evict(self, namespace: str, name: str) -> None:
+        cached = self._shoots.pop((namespace, name), None)
+        if cached is not None:
+            await cached[1].aclose()
+
+    async def aclose(self) -> None:
+        for key in list(self._shoots):
+            await self.evict(*key)

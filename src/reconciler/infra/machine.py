@@ -1,0 +1,333 @@
+"""One Runtime through the state machine: read fresh, walk the states (`states.py` decides, this
+module acts), write the status once at the end, and say when to look again.
+
+Level-triggered and resumable: every pass starts from what exists (the Runtime, the Shoot, the
+kubeconfig Secret), so a manager killed at any point continues where the world is. The Shoot is
+only ever created by server-side apply under its fixed name, so a second Shoot cannot appear.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from reconciler.errors import ReconcilerError
+from reconciler.infra.gardener import Gardener, GardenerError
+from reconciler.infra.kubeconfigs import Kubeconfigs
+from reconciler.infra.metrics import InfraMetrics
+from reconciler.infra.resources import (
+    FINALIZER,
+    ConditionType,
+    RuntimeSpec,
+    State,
+)
+from reconciler.infra.settings import InfraSettings
+from reconciler.infra.shoot import shoot_for
+from reconciler.infra.shootconfig import configure_administrators, configure_oidc
+from reconciler.infra.states import (
+    Progress,
+    Step,
+    initialise,
+    rotation_due,
+    set_condition,
+    shoot_progress,
+)
+from reconciler.kube.client import KubeApiError
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.workqueue import Backoff
+from reconciler.observability.logging import get_logger
+from reconciler.util.clock import Clock, utcnow
+
+Body = dict[str, Any]
+READY_INTERVAL = 600.0
+"""A Ready Runtime is looked at again after this long at the latest (sooner to rotate)."""
+
+
+@dataclass
+class Pass:
+    """What one pass over a Runtime has observed and decided so far."""
+
+    runtime: Body
+    spec: RuntimeSpec | None = None
+    shoot: Body | None = None
+    kubeconfig: str | None = None
+    rotated: bool = False
+    rotate_at: dt.datetime | None = None
+    conditions: list[Body] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.runtime["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.runtime["metadata"]["namespace"])
+
+    @property
+    def generation(self) -> int | None:
+        value = self.runtime["metadata"].get("generation")
+        return int(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The pass ends: report `state` (with `message` on the running condition), look again
+    after `requeue` seconds (None: only when the Runtime changes)."""
+
+    state: State
+    requeue: float | None
+
+
+class RuntimeMachine:
+    def __init__(
+        self,
+        kcp: Cluster,
+        gardener: Gardener,
+        settings: InfraSettings,
+        metrics: InfraMetrics,
+        clock: Clock = utcnow,
+    ) -> None:
+        self.kcp = kcp
+        self.gardener = gardener
+        self.settings = settings
+        self.metrics = metrics
+        self.clock = clock
+        self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
+        self.kubeconfigs = Kubeconfigs(kcp)
+        self._steps: dict[Step, Callable[[Pass], Awaitable[Step | Stop]]] = {
+            Step.TAKE_SNAPSHOT: self._take_snapshot,
+            Step.INITIALISE: self._initialise,
+            Step.CREATE_SHOOT: self._apply_shoot,
+            Step.PATCH_SHOOT: self._apply_shoot,
+            Step.WAIT_FOR_SHOOT: self._wait_for_shoot,
+            Step.KUBECONFIG: self._kubeconfig,
+            Step.OIDC: self._oidc,
+            Step.ADMINISTRATORS: self._administrators,
+            Step.READY: self._ready,
+            Step.DELETE_KUBECONFIG: self._delete_kubeconfig,
+            Step.DELETE_SHOOT: self._delete_shoot,
+            Step.REMOVE_FINALIZER: self._remove_finalizer,
+        }
+
+    async def aclose(self) -> None:
+        await self.kubeconfigs.aclose()
+
+    async def handle(self, namespace: str, name: str) -> float | None:
+        runtime = await self.kubeconfigs.get_runtime(namespace, name)
+        if runtime is None:
+            self.backoff.forget((namespace, name))
+            self.metrics.forget(namespace, name)
+            return None
+        run = Pass(runtime, conditions=list((runtime.get("status") or {}).get("conditions") or []))
+        log = get_logger(runtime=name, namespace=namespace)
+        step: Step = Step.TAKE_SNAPSHOT
+        try:
+            while True:
+                result = await self._steps[step](run)
+                if isinstance(result, Stop):
+                    if result.state is not State.FAILED and result.requeue is not None:
+                        self.backoff.forget((namespace, name))
+                    return result.requeue
+                log.debug("transition", step=str(step), next=str(result))
+                step = result
+        except GardenerError as exc:
+            if not exc.retryable:
+                await self._report(
+                    run, State.FAILED, ConditionType.PROVISIONED, "GardenerErr", str(exc)
+                )
+                return None
+            return await self._retry(run, step, str(exc))
+        except (ReconcilerError, KubeApiError, ValidationError) as exc:
+            log.warning("runtime pass failed", step=str(step), error=str(exc))
+            return await self._retry(run, step, f"{step}: {exc}")
+
+    async def _retry(self, run: Pass, step: Step, message: str) -> float:
+        deleting = bool(run.runtime["metadata"].get("deletionTimestamp"))
+        state = State.TERMINATING if deleting else State.PENDING
+        kind = ConditionType.DEPROVISIONED if deleting else ConditionType.PROVISIONED
+        await self._report(run, state, kind, "RetryableError", message, ok=False)
+        return self.backoff.next((run.namespace, run.name))
+
+    async def _report(
+        self,
+        run: Pass,
+        state: State,
+        kind: ConditionType,
+        reason: str,
+        message: str,
+        *,
+        ok: bool = False,
+        completed: bool | None = None,
+    ) -> None:
+        run.conditions = set_condition(
+            run.conditions, kind, ok, reason, message, run.generation, self.clock()
+        )
+        status: Body = {"state": str(state), "conditions": run.conditions}
+        previous = run.runtime.get("status") or {}
+        done = completed if completed is not None else previous.get("provisioningCompleted")
+        if done is not None:
+            status["provisioningCompleted"] = done
+        await self.kubeconfigs.set_status(run.runtime, status)
+        self.metrics.set_state(run.namespace, run.name, str(state))
+
+    # --- the states -------------------------------------------------------------------------
+
+    async def _take_snapshot(self, run: Pass) -> Step:
+        if not run.runtime["metadata"].get("deletionTimestamp"):
+            run.spec = RuntimeSpec.model_validate(run.runtime.get("spec") or {})
+            run.shoot = await self.gardener.get_shoot(run.spec.shoot.name)
+        return Step.INITIALISE
+
+    async def _initialise(self, run: Pass) -> Step:
+        if not run.runtime["metadata"].get("deletionTimestamp"):
+            await self.kubeconfigs.set_finalizer(run.runtime, FINALIZER, True)
+        return initialise(run.runtime, run.shoot)
+
+    async def _apply_shoot(self, run: Pass) -> Stop:
+        creating = run.shoot is None
+        run.shoot = await self.gardener.apply_shoot(shoot_for(run.runtime, self.gardener.namespace))
+        reason = "ShootCreationPending" if creating else "ProcessingShootUpdate"
+        message = "Shoot creation in progress" if creating else "Shoot update in progress"
+        await self._report(run, State.PENDING, ConditionType.PROVISIONED, reason, message)
+        return Stop(State.PENDING, self.settings.poll_interval)
+
+    async def _wait_for_shoot(self, run: Pass) -> Step | Stop:
+        assert run.shoot is not None
+        seen = shoot_progress(run.shoot)
+        kind = ConditionType.PROVISIONED
+        if seen.progress is Progress.SUCCEEDED:
+            run.conditions = set_condition(
+                run.conditions,
+                kind,
+                True,
+                "ShootCreationCompleted",
+                seen.message,
+                run.generation,
+                self.clock(),
+            )
+            return Step.KUBECONFIG
+        if seen.progress is Progress.FAILED:
+            await self._report(run, State.FAILED, kind, "GardenerErr", seen.message)
+            return Stop(State.FAILED, None)
+        if seen.progress is Progress.RETRYABLE:
+            await self._report(run, State.PENDING, kind, "GardenerErr", seen.message)
+            return Stop(State.PENDING, self.backoff.next((run.namespace, run.name)))
+        await self._report(run, State.PENDING, kind, "ShootCreationPending", seen.message)
+        return Stop(State.PENDING, self.settings.poll_interval)
+
+    async def _kubeconfig(self, run: Pass) -> Step:
+        assert run.spec is not None
+        secret, cluster = await self.kubeconfigs.read(run.runtime)
+        now = self.clock()
+        due = rotation_due(secret, now, self.settings.rotation_ratio, run.runtime, cluster)
+        if due is not None and due <= now:
+            seconds = int(self.settings.kubeconfig_validity)
+            kubeconfig, expires = await self.gardener.admin_kubeconfig(run.spec.shoot.name, seconds)
+            await self.kubeconfigs.write(run.runtime, run.spec.shoot.name, kubeconfig, now, expires)
+            run.rotated = True
+            run.rotate_at = now + (expires - now) * self.settings.rotation_ratio
+            self.metrics.set_expiry(run.namespace, run.name, expires)
+        else:
+            assert secret is not None
+            run.rotate_at = due
+            kubeconfig = base64.b64decode(secret["data"]["config"]).decode("utf-8")
+        run.kubeconfig = kubeconfig
+        run.conditions = set_condition(
+            run.conditions,
+            ConditionType.KUBECONFIG_READY,
+            True,
+            "GardenerClusterReady",
+            "kubeconfig Secret written",
+            run.generation,
+            now,
+        )
+        return Step.OIDC
+
+    def _configured(self, run: Pass, kind: ConditionType) -> bool:
+        """Done for this generation already, with the same kubeconfig: nothing to redo."""
+        if run.rotated or (run.runtime.get("status") or {}).get("state") != State.READY:
+            return False
+        return any(
+            c.get("type") == kind
+            and c.get("status") == "True"
+            and c.get("observedGeneration") == run.generation
+            for c in run.conditions
+        )
+
+    async def _oidc(self, run: Pass) -> Step:
+        assert run.spec is not None
+        assert run.kubeconfig is not None
+        if not self._configured(run, ConditionType.OIDC_CONFIGURED):
+            shoot = await self.kubeconfigs.shoot_cluster(run.runtime, run.kubeconfig)
+            count = await configure_oidc(shoot, run.spec)
+            run.conditions = set_condition(
+                run.conditions,
+                ConditionType.OIDC_CONFIGURED,
+                True,
+                "OidcConfigured",
+                f"{count} OIDC provider(s) configured",
+                run.generation,
+                self.clock(),
+            )
+        return Step.ADMINISTRATORS
+
+    async def _administrators(self, run: Pass) -> Step:
+        assert run.spec is not None
+        assert run.kubeconfig is not None
+        if not self._configured(run, ConditionType.CONFIGURED):
+            shoot = await self.kubeconfigs.shoot_cluster(run.runtime, run.kubeconfig)
+            await configure_administrators(shoot, run.spec.security.administrators)
+            run.conditions = set_condition(
+                run.conditions,
+                ConditionType.CONFIGURED,
+                True,
+                "AdministratorsConfigured",
+                f"{len(run.spec.security.administrators)} administrator(s) bound",
+                run.generation,
+                self.clock(),
+            )
+        return Step.READY
+
+    async def _ready(self, run: Pass) -> Stop:
+        await self._report(
+            run,
+            State.READY,
+            ConditionType.PROVISIONED,
+            "ShootCreationCompleted",
+            "Runtime is ready",
+            ok=True,
+            completed=True,
+        )
+        wait = READY_INTERVAL
+        if run.rotate_at is not None:
+            wait = min(wait, max((run.rotate_at - self.clock()).total_seconds(), 0.0))
+        return Stop(State.READY, wait)
+
+    async def _delete_kubeconfig(self, run: Pass) -> Step:
+        await self.kubeconfigs.delete(run.runtime)
+        self.metrics.forget_expiry(run.namespace, run.name)
+        return Step.DELETE_SHOOT
+
+    async def _delete_shoot(self, run: Pass) -> Step | Stop:
+        name = str((run.runtime.get("spec") or {}).get("shoot", {}).get("name") or "")
+        shoot = await self.gardener.get_shoot(name) if name else None
+        if shoot is None:
+            return Step.REMOVE_FINALIZER
+        if not shoot["metadata"].get("deletionTimestamp"):
+            await self.gardener.delete_shoot(name)
+            message = f"Shoot {name} deletion requested"
+        else:
+            message = f"waiting for Gardener to delete Shoot {name}"
+        await self._report(run, State.TERMINATING, ConditionType.DEPROVISIONED, "Deletion", message)
+        return Stop(State.TERMINATING, self.settings.poll_interval)
+
+    async def _remove_finalizer(self, run: Pass) -> Stop:
+        await self.kubeconfigs.set_finalizer(run.runtime, FINALIZER, False)
+        self.backoff.forget((run.namespace, run.name))
+        self.metrics.forget(run.namespace, run.name)
+        return Stop(State.TERMINATING, None)

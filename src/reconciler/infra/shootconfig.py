@@ -1,0 +1,77 @@
+"""What the manager configures inside a shoot once it exists: OIDC providers and the
+administrators' ClusterRoleBindings. Both are owned by field manager `kim` and labelled, so what
+is no longer wanted (a removed administrator, a dropped OIDC provider) is found and deleted.
+
+OIDC: every `oidcConfig`/`additionalOidcConfig` of the Runtime becomes an `OpenIDConnect`
+(`authentication.gardener.cloud/v1alpha1`, served in shoots by Gardener's OIDC webhook
+authenticator extension) named `kyma-oidc-<n>`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconciler.infra.resources import FIELD_MANAGER, MANAGED_BY, MANAGER, RuntimeSpec
+from reconciler.infra.states import binding_name
+from reconciler.kube.cluster import Cluster
+
+OIDC_API_VERSION = "authentication.gardener.cloud/v1alpha1"
+RBAC = "rbac.authorization.k8s.io"
+LABELS = {"app": "kyma", MANAGED_BY: MANAGER}
+SELECTOR = ",".join(f"{k}={v}" for k, v in LABELS.items())
+
+
+def oidc_objects(spec: RuntimeSpec) -> list[dict[str, Any]]:
+    api = spec.shoot.kubernetes.kube_api_server if spec.shoot.kubernetes else None
+    configs = [] if api is None else [api.oidc_config, *(api.additional_oidc_config or [])]
+    return [
+        {
+            "apiVersion": OIDC_API_VERSION,
+            "kind": "OpenIDConnect",
+            "metadata": {"name": f"kyma-oidc-{index}", "labels": dict(LABELS)},
+            "spec": config.dump(),
+        }
+        for index, config in enumerate(c for c in configs if c is not None)
+    ]
+
+
+def admin_binding(user: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": binding_name(user), "labels": dict(LABELS)},
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}],
+    }
+
+
+async def _converge(
+    cluster: Cluster, wanted: list[dict[str, Any]], api_version: str, kind: str
+) -> None:
+    for body in wanted:
+        await cluster.apply(body, field_manager=FIELD_MANAGER)
+    info = await cluster.mapper.resolve(api_version, kind)
+    existing = [obj.raw for obj in await cluster.list(info, label_selector=SELECTOR)]
+    names = {body["metadata"]["name"] for body in wanted}
+    for body in existing:
+        if body["metadata"]["name"] not in names:
+            await cluster.delete(
+                {
+                    "apiVersion": api_version,
+                    "kind": kind,
+                    "metadata": {"name": body["metadata"]["name"]},
+                }
+            )
+
+
+async def configure_oidc(cluster: Cluster, spec: RuntimeSpec) -> int:
+    """Apply the Runtime's OIDC providers, delete dropped ones; return how many there are."""
+    wanted = oidc_objects(spec)
+    await _converge(cluster, wanted, OIDC_API_VERSION, "OpenIDConnect")
+    return len(wanted)
+
+
+async def configure_administrators(cluster: Cluster, administrators: list[str]) -> None:
+    """One cluster-admin binding per administrator; bindings of former administrators go."""
+    wanted = [admin_binding(user) for user in administrators]
+    await _converge(cluster, wanted, f"{RBAC}/v1", "ClusterRoleBinding")

@@ -1,0 +1,235 @@
+"""A Runtime through the whole state machine against the simulated Gardener and a real shoot
+apiserver: created, patched once per change, deleted; Gardener's errors; a killed manager."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from typing import Any
+
+from reconciler.devcluster.gardener import FAULT
+from reconciler.infra.kubeconfigs import secret_name
+from reconciler.infra.resources import (
+    API_VERSION,
+    FINALIZER,
+    KYMA_NAME,
+    MANAGED_BY,
+    RUNTIME_ID,
+    SHOOT_NAME,
+)
+from reconciler.infra.states import binding_name
+from reconciler.kube.client import KubeClient
+from reconciler.kube.cluster import Cluster
+from reconciler.util.polling import poll_until
+from tests.infra.conftest import World
+from tests.infra.samples import runtime, worker
+
+ADMINS = ("admin@example.com", "ops@example.com")
+
+
+async def secret(world: World, name: str) -> dict[str, Any] | None:
+    live = await world.kcp.get(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret_name(name), "namespace": world.namespace},
+        }
+    )
+    return None if live is None else live.raw
+
+
+def kubeconfig_of(body: dict[str, Any]) -> str:
+    return base64.b64decode(body["data"]["config"]).decode()
+
+
+async def shoot_names(world: World) -> list[str]:
+    gardener = world.garden.gardener
+    listing = await gardener.client.request("GET", gardener._path())
+    return [item["metadata"]["name"] for item in listing["items"]]
+
+
+async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_deleted(
+    world: World,
+) -> None:
+    body = runtime("rt-a", world.namespace, shoot="shoot-a", administrators=ADMINS)
+    await world.kcp.apply(body)
+    ready = await world.state("rt-a", "Ready")
+    assert FINALIZER in ready["metadata"]["finalizers"]
+    conditions = {c["type"]: c["status"] for c in ready["status"]["conditions"]}
+    assert conditions == {
+        "Provisioned": "True",
+        "KubeconfigReady": "True",
+        "OidcConfigured": "True",
+        "Configured": "True",
+    }
+    assert ready["status"]["provisioningCompleted"] is True
+
+    kubeconfig_secret = await secret(world, "rt-a")
+    assert kubeconfig_secret is not None
+    labels = kubeconfig_secret["metadata"]["labels"]
+    assert labels[KYMA_NAME] == "rt-a"
+    assert labels[RUNTIME_ID] == "rt-a"
+    assert labels[SHOOT_NAME] == "shoot-a"
+    assert labels[MANAGED_BY] == "infrastructure-manager"
+    assert labels["kyma-project.io/global-account-id"] == "ga-1"
+    async with await Cluster.connect(kubeconfig_of(kubeconfig_secret), text=True) as shoot:
+        for admin in ADMINS:  # a real request against the shoot apiserver
+            binding = await shoot.get(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": binding_name(admin)},
+                }
+            )
+            assert binding is not None
+            assert binding.raw["subjects"][0]["name"] == admin
+        oidc = await shoot.get(
+            {
+                "apiVersion": "authentication.gardener.cloud/v1alpha1",
+                "kind": "OpenIDConnect",
+                "metadata": {"name": "kyma-oidc-0"},
+            }
+        )
+        assert oidc is not None
+        assert oidc.raw["spec"]["issuerURL"] == "https://issuer.example.com"
+    cluster = await world.kcp.get(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "GardenerCluster",
+            "metadata": {"name": "rt-a", "namespace": world.namespace},
+        }
+    )
+    assert cluster is not None
+    assert cluster.raw["spec"]["kubeconfig"]["secret"]["name"] == "kubeconfig-rt-a"
+
+    patches = world.garden.simulator.requests["PATCH shoots"]
+    body["spec"]["shoot"]["provider"]["workers"] = [worker(maximum=7)]
+    body["spec"]["security"]["administrators"] = ["admin@example.com"]
+    await world.kcp.apply(body)
+
+    async def patched() -> bool:
+        shoot = await world.garden.gardener.get_shoot("shoot-a")
+        runtime_now = await world.runtime("rt-a")
+        assert shoot is not None
+        assert runtime_now is not None
+        return (
+            shoot["spec"]["provider"]["workers"][0]["maximum"] == 7
+            and runtime_now["status"]["state"] == "Ready"
+            and all(
+                c.get("observedGeneration") == runtime_now["metadata"]["generation"]
+                for c in runtime_now["status"]["conditions"]
+            )
+        )
+
+    await poll_until(patched, timeout=60, what="Shoot patched and Runtime Ready again")
+    assert world.garden.simulator.requests["PATCH shoots"] == patches + 1
+    async with await Cluster.connect(kubeconfig_of(kubeconfig_secret), text=True) as shoot:
+        gone = await shoot.get(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": binding_name("ops@example.com")},
+            }
+        )
+        assert gone is None
+
+    await world.kcp.delete(body)
+
+    async def deleted() -> bool:
+        return (
+            await world.runtime("rt-a") is None
+            and await secret(world, "rt-a") is None
+            and "shoot-a" not in await shoot_names(world)
+        )
+
+    await poll_until(deleted, timeout=60, what="Runtime, kubeconfig and Shoot gone")
+
+
+async def test_a_final_gardener_error_fails_the_runtime_with_the_reason(world: World) -> None:
+    world.garden.simulator.faults["shoot-f"] = "error"
+    await world.kcp.apply(runtime("rt-f", world.namespace, shoot="shoot-f"))
+    failed = await world.state("rt-f", "Failed")
+    provisioned = next(c for c in failed["status"]["conditions"] if c["type"] == "Provisioned")
+    assert provisioned["status"] == "False"
+    assert "ERR_CONFIGURATION_PROBLEM" in provisioned["message"]
+
+
+async def test_a_retryable_gardener_error_keeps_the_runtime_pending_until_it_clears(
+    world: World,
+) -> None:
+    world.garden.simulator.faults["shoot-q"] = "quota"
+    await world.kcp.apply(runtime("rt-q", world.namespace, shoot="shoot-q"))
+
+    async def reported() -> bool:
+        live = await world.runtime("rt-q")
+        conditions = ((live or {}).get("status") or {}).get("conditions") or []
+        return any("ERR_INFRA_QUOTA_EXCEEDED" in c["message"] for c in conditions)
+
+    await poll_until(reported, timeout=60, what="the quota error reported")
+    assert (await world.runtime("rt-q") or {})["status"]["state"] == "Pending"
+    await world.garden.gardener.annotate("shoot-q", {FAULT: None})  # type: ignore[dict-item]
+    world.garden.simulator.throttle(3)  # the Gardener API throttles too: retried as well
+    await world.state("rt-q", "Ready")
+
+
+async def test_a_manager_killed_mid_flow_resumes_and_never_creates_a_second_shoot(
+    world: World,
+) -> None:
+    await world.kcp.apply(runtime("rt-k", world.namespace, shoot="shoot-k"))
+
+    async def created() -> dict[str, Any] | None:
+        return await world.garden.gardener.get_shoot("shoot-k")
+
+    first = await poll_until(created, timeout=60, what="Shoot shoot-k created")
+    await world.stop()
+    await world.start()
+    await world.state("rt-k", "Ready")
+    assert await shoot_names(world) == ["shoot-k"]
+    again = await world.garden.gardener.get_shoot("shoot-k")
+    assert again is not None
+    assert again["metadata"]["uid"] == first["metadata"]["uid"]
+
+
+async def test_kubeconfigs_rotate_at_60_percent_of_validity_and_on_the_force_annotation(
+    world: World,
+) -> None:
+    await world.kcp.apply(runtime("rt-r", world.namespace, shoot="shoot-r"))
+    await world.state("rt-r", "Ready")
+    first = await secret(world, "rt-r")
+    assert first is not None
+
+    async def rotated_from(old: dict[str, Any]) -> dict[str, Any] | None:
+        now = await secret(world, "rt-r")
+        return now if now and now["data"] != old["data"] else None
+
+    async def poke(value: str) -> None:  # any change of the Runtime makes the manager look
+        await world.kcp.client.request(
+            "PATCH",
+            f"/apis/{API_VERSION}/namespaces/{world.namespace}/runtimes/rt-r",
+            body={"metadata": {"annotations": {"test/poke": value}}},
+            content_type="application/merge-patch+json",
+        )
+
+    world.clock.offset = dt.timedelta(seconds=3600 * 0.5)
+    await poke("1")
+    await world.state("rt-r", "Ready")
+    assert (await secret(world, "rt-r") or {})["data"] == first["data"]  # 50 %: not yet
+
+    world.clock.offset = dt.timedelta(seconds=3600 * 0.61)
+    await poke("2")
+    second = await poll_until(lambda: rotated_from(first), timeout=60, what="rotation at 61 %")
+    for kubeconfig in (kubeconfig_of(first), kubeconfig_of(second)):  # the old one still works
+        async with KubeClient.from_kubeconfig(kubeconfig, text=True) as client:
+            await client.request("GET", "/api/v1/namespaces")
+
+    await world.kcp.client.request(
+        "PATCH",
+        f"/apis/{API_VERSION}/namespaces/{world.namespace}/gardenerclusters/rt-r",
+        body={
+            "metadata": {
+                "annotations": {"operator.kyma-project.io/force-kubeconfig-rotation": "true"}
+            }
+        },
+        content_type="application/merge-patch+json",
+    )
+    await poll_until(lambda: rotated_from(second), timeout=60, what="forced rotation")

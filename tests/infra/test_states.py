@@ -1,0 +1,129 @@
+"""Each state's decision on its own: which state follows what was observed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from reconciler.infra.resources import FINALIZER, FORCE_ROTATION, LAST_SYNC, SHOOT_GENERATION
+from reconciler.infra.shoot import shoot_for, written_generation
+from reconciler.infra.states import (
+    EXPIRES_AT,
+    Progress,
+    Step,
+    binding_name,
+    initialise,
+    rotation_due,
+    set_condition,
+    shoot_progress,
+)
+from tests.infra.samples import runtime, worker
+
+NOW = dt.datetime(2026, 11, 24, 12, 0, tzinfo=dt.UTC)
+
+
+def live_runtime(generation: int = 1, **meta: Any) -> dict[str, Any]:
+    body = runtime("rt", "kcp-system", shoot="s")
+    body["metadata"].update({"generation": generation, **meta})
+    return body
+
+
+def shoot(generation: int, **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "s",
+            "generation": 3,
+            "annotations": {SHOOT_GENERATION: str(generation)},
+        },
+        "status": {"observedGeneration": 3, **status},
+    }
+
+
+@pytest.mark.parametrize(
+    ("runtime_meta", "shoot_body", "expected"),
+    [
+        ({}, None, Step.CREATE_SHOOT),
+        ({"generation": 2}, shoot(1), Step.PATCH_SHOOT),
+        ({"generation": 2}, shoot(2), Step.WAIT_FOR_SHOOT),
+        ({"generation": 1}, shoot(2), Step.WAIT_FOR_SHOOT),
+        ({"deletionTimestamp": "x", "finalizers": [FINALIZER]}, shoot(1), Step.DELETE_KUBECONFIG),
+        ({"deletionTimestamp": "x", "finalizers": []}, None, Step.REMOVE_FINALIZER),
+    ],
+)
+def test_initialise_chooses_create_patch_wait_or_delete(
+    runtime_meta: dict[str, Any], shoot_body: dict[str, Any] | None, expected: Step
+) -> None:
+    assert initialise(live_runtime(**runtime_meta), shoot_body) is expected
+
+
+@pytest.mark.parametrize(
+    ("last", "observed", "errors", "expected"),
+    [
+        ({"type": "Create", "state": "Processing"}, 3, None, Progress.PROCESSING),
+        ({"type": "Reconcile", "state": "Succeeded"}, 2, None, Progress.PROCESSING),
+        ({"type": "Create", "state": "Succeeded"}, 3, None, Progress.SUCCEEDED),
+        ({"type": "Create", "state": "Error"}, 3, ["ERR_INFRA_QUOTA_EXCEEDED"], Progress.RETRYABLE),
+        ({"type": "Create", "state": "Failed"}, 3, ["ERR_CONFIGURATION_PROBLEM"], Progress.FAILED),
+        (None, None, None, Progress.PROCESSING),
+    ],
+)
+def test_waiting_for_gardener_reads_last_operation_of_the_current_generation(
+    last: dict[str, Any] | None, observed: int | None, errors: list[str] | None, expected: Progress
+) -> None:
+    status: dict[str, Any] = {"observedGeneration": observed, "lastOperation": last}
+    if errors:
+        status["lastErrors"] = [{"description": "boom", "codes": errors}]
+    seen = shoot_progress({"metadata": {"name": "s", "generation": 3}, "status": status})
+    assert seen.progress is expected
+    for code in errors or []:
+        assert code in seen.message
+
+
+def _secret(synced: dt.datetime, expires: dt.datetime) -> dict[str, Any]:
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    return {
+        "metadata": {
+            "annotations": {LAST_SYNC: synced.strftime(stamp), EXPIRES_AT: expires.strftime(stamp)}
+        }
+    }
+
+
+def test_rotation_is_due_at_60_percent_of_validity_at_once_when_forced_or_missing() -> None:
+    secret = _secret(NOW, NOW + dt.timedelta(hours=24))
+    assert rotation_due(secret, NOW, 0.6) == NOW + dt.timedelta(hours=14.4)
+    assert rotation_due(None, NOW, 0.6) == NOW
+    forced = {"metadata": {"annotations": {FORCE_ROTATION: "true"}}}
+    assert rotation_due(secret, NOW, 0.6, None, forced) == NOW
+    assert rotation_due({"metadata": {}}, NOW, 0.6) == NOW  # unreadable: replace it
+
+
+def test_a_condition_keeps_its_transition_time_while_its_status_stays() -> None:
+    first = set_condition([], "Provisioned", False, "Pending", "a", 1, NOW)
+    later = set_condition(
+        first, "Provisioned", False, "Pending", "b", 2, NOW + dt.timedelta(hours=1)
+    )
+    assert later[0]["lastTransitionTime"] == first[0]["lastTransitionTime"]
+    assert later[0]["observedGeneration"] == 2
+    flipped = set_condition(later, "Provisioned", True, "Done", "c", 2, NOW + dt.timedelta(hours=2))
+    assert flipped[0]["lastTransitionTime"] == "2026-11-24T14:00:00Z"
+
+
+def test_binding_names_are_valid_and_distinct_per_administrator() -> None:
+    names = {binding_name(u) for u in ("A@x.com", "a@x.com", "a.x.com")}
+    assert len(names) == 3
+    assert all(n.startswith("admin-") and n == n.lower() and len(n) <= 63 for n in names)
+
+
+def test_the_shoot_carries_the_runtime_spec_id_and_generation() -> None:
+    body = live_runtime(generation=4)
+    body["spec"]["shoot"]["provider"]["workers"] = [worker(cri={"name": "containerd"})]
+    shoot_body = shoot_for(body, "garden-p")
+    assert shoot_body["metadata"]["namespace"] == "garden-p"
+    assert written_generation(shoot_body) == 4
+    spec = shoot_body["spec"]
+    assert spec["cloudProfileName"] == "aws"
+    assert spec["provider"]["workers"][0]["cri"] == {"name": "containerd"}
+    assert spec["kubernetes"]["kubeAPIServer"]["oidcConfig"]["clientID"] == "kyma"
+    assert spec["networking"]["pods"] == "100.64.0.0/12"
