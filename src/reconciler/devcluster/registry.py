@@ -2,13 +2,15 @@
 
 OCI chart and module sources are tested against a real registry (the CNCF distribution
 registry, which `helm push` and `oras` both speak to), not a fake. It runs without
-authentication over plain HTTP on a free 127.0.0.1 port, its configuration and blobs in one
-directory that `stop` leaves for the caller to remove. Installed idempotently like PostgreSQL.
+authentication (or with token authentication, as public registries have it) over plain HTTP on
+a free 127.0.0.1 port, its configuration and blobs in one directory that `stop` leaves for the
+caller to remove. Installed idempotently like PostgreSQL.
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -45,9 +47,32 @@ def ensure_installed(report: Reporter = report_to_stderr) -> Path:
     return binary
 
 
-def _config(storage: Path, port: int, debug_port: int) -> str:
-    """Registry configuration: filesystem storage, plain HTTP on loopback, no authentication."""
-    return (
+@dataclass(frozen=True)
+class TokenAuth:
+    """Token authentication, as public registries (Docker Hub, ghcr.io) do it: a client answered
+    401 fetches a Bearer token from `realm`; the registry accepts tokens of `issuer` for `service`
+    signed by a key whose certificate chains to `root_certificates` (PEM)."""
+
+    realm: str
+    service: str
+    issuer: str
+    root_certificates: Path
+
+
+def _config(storage: Path, port: int, debug_port: int, auth: TokenAuth | None) -> str:
+    """Registry configuration: filesystem storage, plain HTTP on loopback, no authentication
+    unless token authentication is asked for."""
+    token = (
+        "auth:\n"
+        "  token:\n"
+        f"    realm: {auth.realm}\n"
+        f"    service: {auth.service}\n"
+        f"    issuer: {auth.issuer}\n"
+        f"    rootcertbundle: {auth.root_certificates}\n"
+        if auth
+        else ""
+    )
+    return token + (
         "version: 0.1\n"
         "log:\n"
         "  level: warn\n"
@@ -68,10 +93,18 @@ def _config(storage: Path, port: int, debug_port: int) -> str:
 class OciRegistry:
     """One registry instance in `directory` (config.yml, storage/, registry.log)."""
 
-    def __init__(self, directory: Path, *, die_with_parent: bool = False) -> None:
-        """`die_with_parent`: the registry dies with this process (test runs; see `processes`)."""
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        die_with_parent: bool = False,
+        token_auth: TokenAuth | None = None,
+    ) -> None:
+        """`die_with_parent`: the registry dies with this process (test runs; see `processes`).
+        `token_auth`: require Bearer tokens (default: no authentication)."""
         self.directory = directory.resolve()
         self.die_with_parent = die_with_parent
+        self.token_auth = token_auth
         self.port = 0
         self.pid = 0
 
@@ -90,7 +123,7 @@ class OciRegistry:
         storage.mkdir(parents=True, exist_ok=True)
         self.port, debug_port = free_ports(2)
         config = self.directory / "config.yml"
-        config.write_text(_config(storage, self.port, debug_port))
+        config.write_text(_config(storage, self.port, debug_port, self.token_auth))
         log = self.directory / "registry.log"
         self.pid = spawn(
             [str(binary), "serve", str(config)], log, die_with_parent=self.die_with_parent
@@ -104,7 +137,7 @@ class OciRegistry:
                     response = await client.get(f"{self.url}/v2/")
             except httpx.HTTPError:
                 return False
-            return response.status_code == 200
+            return response.status_code in (200, 401)  # 401: it asks for a token
 
         await poll_until(answering, timeout=30, what=f"docker-registry on {self.host}")
 
