@@ -8,7 +8,8 @@ PYTEST_ARGS ?=
 .PHONY: help setup testbed lint typecheck test demo demo-down clean image
 
 help:
-	@echo "make demo   dev cluster + sample component set (CLI), then the mothership reconciling it"
+	@echo "make demo   dev cluster + sample component set (CLI), the mothership reconciling it, then"
+	@echo "            operator mode: the example catalog + Kyma reconciled by 'reconciler operator run'"
 	@echo "make test   lint, type-check and run the whole test suite against the real test bed"
 	@echo "make image  the OCI image (no daemon; docs/deploy.md), IMAGE_PUSH=host:port/repo:tag to push"
 
@@ -42,7 +43,7 @@ demo: testbed
 	BIN=$(BIN) DEMO_DIR=$(DEMO_DIR) scripts/demo.sh
 
 demo-down: setup
-	-@if [ -f $(DEMO_DIR)/mothership.pid ]; then kill $$(cat $(DEMO_DIR)/mothership.pid) 2>/dev/null; rm -f $(DEMO_DIR)/mothership.pid; fi
+	-@for p in mothership operator; do if [ -f $(DEMO_DIR)/$$p.pid ]; then kill $$(cat $(DEMO_DIR)/$$p.pid) 2>/dev/null; rm -f $(DEMO_DIR)/$$p.pid; fi; done
 	$(BIN)/reconciler dev-cluster down --dir $(DEMO_DIR)
 
 IMAGE_PUSH ?=

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's demo: a local dev cluster, the sample component set deployed by the CLI, then the
 # mothership (embedded default: SQLite, in-process reconciler) reconciling the same cluster,
-# watched through the admin CLI. `make demo-down` stops everything.
+# watched through the admin CLI, then operator mode: the example catalog and Kyma
+# (examples/operator) reconciled by `reconciler operator run`. `make demo-down` stops everything.
 set -euo pipefail
 BIN=${BIN:-.venv/bin}
 DEMO_DIR=${DEMO_DIR:-$HOME/.cache/reconciler/dev-cluster}
@@ -37,4 +38,32 @@ done
 "$BIN/reconciler" cluster status demo --url "$URL"
 "$BIN/reconciler" reconciliation list --url "$URL"
 echo "Try: $BIN/reconciler cluster history demo --url $URL"
+
+echo "== 3. operator mode: examples/operator (catalog + Kyma) in namespace kcp-system"
+echo "   (log: $DEMO_DIR/operator.log)"
+KUBECONFIG="$DEMO_DIR/kubeconfig"
+export KUBECONFIG
+KUBECTL=$("$BIN/python" -c 'from reconciler.paths import find_binary; print(find_binary("kubectl"))')
+"$BIN/reconciler" operator install-crds
+"$KUBECTL" create namespace kcp-system --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
+"$KUBECTL" -n kcp-system apply -f examples/operator/catalog.yaml -f examples/operator/kyma.yaml
+pid_file="$DEMO_DIR/operator.pid"
+if ! { [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; }; then
+  # from the repository root: the catalog's chart link is relative to it
+  nohup "$BIN/reconciler" operator run --namespace kcp-system > "$DEMO_DIR/operator.log" 2>&1 &
+  echo $! > "$pid_file"
+fi
+last=""
+for _ in $(seq 1 240); do
+  state=$("$KUBECTL" -n kcp-system get kyma demo -o jsonpath='{.status.state}' 2>/dev/null || true)
+  [ "$state" != "$last" ] && echo "kyma demo: ${state:-(no status yet)}" && last=$state
+  [ "$state" = Ready ] && break
+  sleep 0.5
+done
+"$KUBECTL" -n kcp-system get kyma,manifest
+echo "modules of kyma demo (name version state):"
+"$KUBECTL" -n kcp-system get kyma demo \
+  -o jsonpath='{range .status.modules[*]}  {.name} {.version} {.state}{"\n"}{end}'
+"$KUBECTL" -n kyma-system get configmap hello-greeting -o jsonpath='{.data}{"\n"}'
+echo "Try: $KUBECTL --kubeconfig $KUBECONFIG -n kcp-system get kyma demo -o yaml"
 echo "Stop everything with: make demo-down"
