@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from tests.charts.support import FIXTURE_CHARTS, ChartServer
+from tests.helpers.http import serving
 
 
 @pytest.fixture
@@ -35,16 +35,9 @@ def chart_server() -> Iterator[ChartServer]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server_state.append(ChartServer(f"http://127.0.0.1:{httpd.server_address[1]}"))
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as url:
+        server_state.append(ChartServer(url))
         yield server_state[0]
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
 
 
 @pytest.fixture

@@ -5,29 +5,27 @@ loopback issues anonymous tokens, and both Helm's chart pulls and our layer pull
 from __future__ import annotations
 
 import base64
-import datetime
 import json
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import jwt
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
 
 from reconciler.charts.sources import ChartCache
+from reconciler.devcluster.pki import generate_pki
 from reconciler.devcluster.registry import OciRegistry, TokenAuth
 from reconciler.errors import ChartError
 from reconciler.operator.layers import RawManifestLayers
 from tests.charts.support import FIXTURE_CHARTS
+from tests.helpers.http import serving
 from tests.helpers.oci import push_chart
 
 SERVICE, ISSUER = "test-registry", "test-token-issuer"
@@ -40,30 +38,12 @@ class TokenServer:
     refuse: bool = False
 
 
-def signing_key(directory: Path) -> tuple[rsa.RSAPrivateKey, x509.Certificate, Path]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ISSUER)])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    bundle = directory / "token-root.pem"
-    bundle.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    return key, certificate, bundle
-
-
 @pytest.fixture
 def token_server(tmp_path: Path) -> Iterator[tuple[TokenServer, Path]]:
     """Issues an anonymous token for whatever scope is asked (unless told to refuse)."""
-    key, certificate, bundle = signing_key(tmp_path)
+    pki = generate_pki(tmp_path / "pki")  # its CA signs the tokens
+    key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    certificate = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
     chain = [base64.b64encode(certificate.public_bytes(serialization.Encoding.DER)).decode()]
     state: list[TokenServer] = []
 
@@ -90,7 +70,7 @@ def token_server(tmp_path: Path) -> Iterator[tuple[TokenServer, Path]]:
                 "jti": uuid.uuid4().hex,
                 "access": [{"type": kind, "name": name, "actions": actions.split(",")}],
             }
-            token = jwt.encode(claims, key, algorithm="RS256", headers={"x5c": chain})
+            token = jwt.encode(claims, key, algorithm="ES256", headers={"x5c": chain})
             body = json.dumps({"token": token}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -101,16 +81,9 @@ def token_server(tmp_path: Path) -> Iterator[tuple[TokenServer, Path]]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.append(TokenServer(f"http://127.0.0.1:{httpd.server_address[1]}/token"))
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield state[0], bundle
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with serving(Handler) as url:
+        state.append(TokenServer(f"{url}/token"))
+        yield state[0], pki.ca_cert
 
 
 @pytest.fixture
