@@ -209,6 +209,14 @@ def test_malformed_oci_references_are_rejected(source: str) -> None:
         parse_oci_reference(source)
 
 
+def test_credentials_in_an_oci_reference_are_refused_without_echoing_them() -> None:
+    with pytest.raises(ChartError) as caught:
+        parse_oci_reference("oci://robot:s3cret@registry.example.com/charts/istio:1.0")
+    assert "credentials in the reference are not supported" in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+    assert "oci://registry.example.com/charts/istio:1.0" in str(caught.value)
+
+
 async def test_unreachable_oci_registry_is_reported(tmp_path: Path) -> None:
     source = f"oci://127.0.0.1:{closed_port()}/charts/demo:1.0.0"
     with pytest.raises(ChartError, match=rf"{source}: pull failed: .*connection refused"):

@@ -70,6 +70,9 @@ def parse_oci_reference(source: str, *, what: str = "chart source") -> OciRefere
     """Split `oci://registry[:port]/path/name[:tag][@sha256:hex]` into its parts."""
     rest = source.removeprefix("oci://")
     host, _, path = rest.partition("/")
+    if "@" in host:  # user:password@registry: never echoed back
+        shown = f"oci://{host.rpartition('@')[2]}/{path}"
+        raise ChartError(f"{what} {shown}: credentials in the reference are not supported")
     if not source.startswith("oci://") or not host or not path or path.endswith("/"):
         raise ChartError(f"{what} {source}: expected oci://registry/repository/name[:version]")
     path, _, digest = path.partition("@")
