@@ -12,6 +12,7 @@ import yaml
 from prometheus_client import start_http_server
 
 from reconciler.charts.sources import ChartCache
+from reconciler.cli import watcher
 from reconciler.cli.crds import print_or_install
 from reconciler.cli.signals import stop_within
 from reconciler.errors import ReconcilerError
@@ -26,6 +27,7 @@ from reconciler.paths import cache_dir
 from reconciler.version import __version__
 
 app = typer.Typer(help="Operator mode: Kyma, ModuleTemplate, ModuleReleaseMeta, Manifest.")
+app.add_typer(watcher.app, name="watcher")
 
 Kubeconfig = Annotated[
     Path | None,

@@ -40,6 +40,7 @@ from reconciler.operator.sources import ModuleSources
 from reconciler.operator.targets import TargetClusters
 from reconciler.operator.watcher.ca import CertificateAuthority
 from reconciler.operator.watcher.listener import Listener
+from reconciler.operator.watcher.remote import RemoteWatchers
 from reconciler.operator.watcher.settings import WatcherSettings
 from reconciler.util.stacks import dump_stacks
 
@@ -92,6 +93,8 @@ class Operator:
         self.listener: Listener | None = None
         """The watcher's listener, once `run` started it (when the watcher is on)."""
         self._listening = asyncio.Event()
+        self.remote_watchers: RemoteWatchers | None = None
+        """Puts each remote cluster's watcher in place (when the watcher is on)."""
         self.control = ControlPlane(control)
         self.targets = TargetClusters(self.control, control)
         self.sources = ModuleSources(HelmChartProvider(charts))
@@ -121,6 +124,11 @@ class Operator:
         started, result = time.monotonic(), "exception"
         try:
             delay = await controller.handle(namespace, name)
+            if kind == "Kyma" and self.remote_watchers is not None:
+                again = await self.remote_watchers.reconcile(
+                    self.control, self.targets, namespace, name
+                )
+                delay = delay if again is None else min(again, delay or again)
             result = "ok"
             return delay
         finally:
@@ -208,6 +216,12 @@ class Operator:
         its loop, which must not be ours). Its stop is waited for at most `stop_timeout`: a kopf
         that does not return is abandoned with its stack in the log, never waited for forever
         (a daemon thread keeps no process alive)."""
+        if self.watcher.enabled:  # before any Kyma is handled: each gets its watcher
+            ca = await CertificateAuthority.load_or_create(
+                self.control.cluster, self.watcher.ca_namespace, self.watcher.ca_secret
+            )
+            self.remote_watchers = RemoteWatchers(self.watcher, ca)
+            self.listener = Listener(self.watcher, ca, self.control, self.events)
         loop = asyncio.get_running_loop()
         kopf_stop = threading.Event()
         kopf_ready: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -233,8 +247,8 @@ class Operator:
             asyncio.create_task((stop or asyncio.Event()).wait()),
             asyncio.create_task(signal_ready()),
         ]
-        if self.watcher.enabled:
-            ours.append(asyncio.create_task(self._listen()))
+        if self.listener is not None:
+            ours.append(asyncio.create_task(self.listener.serve(self._listening)))
         try:
             waited: list[asyncio.Future[Any]] = [kopf_done, *ours]
             await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
@@ -302,11 +316,3 @@ class Operator:
                 alive=thread.is_alive(),
             )
             dump_stacks()
-
-    async def _listen(self) -> None:
-        """The watcher's listener: the CA from the control plane, then serve until cancelled."""
-        ca = await CertificateAuthority.load_or_create(
-            self.control.cluster, self.watcher.ca_namespace, self.watcher.ca_secret
-        )
-        self.listener = Listener(self.watcher, ca, self.control, self.events)
-        await self.listener.serve(self._listening)

@@ -48,14 +48,15 @@ class Plane:
 
 
 def watcher_settings(namespace: str, **extra: object) -> WatcherSettings:
-    return WatcherSettings(
-        listener_url="https://127.0.0.1",  # the port is chosen at start (listener_port 0)
-        listener_port=0,
-        listener_host="127.0.0.1",
-        ca_namespace=namespace,
-        kyma_namespace=namespace,
-        **extra,  # type: ignore[arg-type]
-    )
+    values: dict[str, object] = {
+        "listener_url": "https://127.0.0.1",  # the port is chosen at start (listener_port 0)
+        "listener_port": 0,
+        "listener_host": "127.0.0.1",
+        "ca_namespace": namespace,
+        "kyma_namespace": namespace,
+        **extra,
+    }
+    return WatcherSettings.model_validate(values)
 
 
 @pytest.fixture

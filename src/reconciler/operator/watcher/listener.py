@@ -14,13 +14,10 @@ naming the field). An accepted event is published on `RemoteEvents` before the a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import json
-import socket
 import ssl
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -33,6 +30,7 @@ from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
 from reconciler.operator.events import RemoteEvent, RemoteEvents
 from reconciler.operator.watcher.ca import CertificateAuthority
+from reconciler.operator.watcher.serving import Server
 from reconciler.operator.watcher.settings import WatcherSettings
 from reconciler.web.tls import PEER_CERT, PeerCertificateProtocol
 
@@ -157,22 +155,6 @@ def create_listener_app(
     return app
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handlers: the operator process owns SIGTERM/SIGINT."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.up = asyncio.Event()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self.up.set()
-
-
 class Listener:
     """The listener's HTTPS server (client certificates of the CA required)."""
 
@@ -186,15 +168,14 @@ class Listener:
         self.settings = settings
         self.ca = ca
         self.app = create_listener_app(settings, control, events)
-        self._server: _Server | None = None
+        self._server: Server | None = None
 
     @property
     def port(self) -> int:
         """The bound port (the configured one, or the one chosen for port 0)."""
-        if self._server is None or not self._server.started:
+        if self._server is None:
             raise RuntimeError("the listener is not serving")
-        sockets = self._server.servers[0].sockets
-        return int(sockets[0].getsockname()[1])
+        return self._server.port
 
     async def serve(self, started: asyncio.Event | None = None) -> None:
         """Serve until cancelled."""
@@ -221,7 +202,7 @@ class Listener:
                 ssl_cert_reqs=ssl.CERT_REQUIRED,
             )
             config.load()  # reads the files: they may go once it has
-        self._server = server = _Server(config)
+        self._server = server = Server(config)
         task = asyncio.create_task(server.serve())
         try:
             up = asyncio.create_task(server.up.wait())
