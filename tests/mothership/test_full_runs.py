@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
+from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
 from reconciler.model.remote import RemoteTask
-from reconciler.model.status import OperationState, OperationType
+from reconciler.model.status import ClusterStatus, OperationState, OperationType
 from reconciler.model.task import Task
 from reconciler.mothership.invoker import InProcessInvoker
 from reconciler.mothership.planner import Planner
 from reconciler.mothership.settings import Settings
+from tests.conftest import KubeTarget
+from tests.helpers.charts import CONFIGMAPS, make_chart
+from tests.helpers.clusters import cluster_spec
 
 
 def operation(scheduling_id: str, retries: int = 0) -> Operation:
@@ -57,3 +62,42 @@ def test_operations_of_one_reconciliation_share_one_live_index_and_old_ones_are_
     assert invoker._live_index("run-2") is not first
     invoker._live_index("run-3")
     assert invoker._live_index("run-1") is not first  # dropped beyond `shared_runs`
+
+
+async def test_operations_of_one_cluster_share_its_client_until_the_invoker_closes(
+    tmp_path: Path, kube_cluster: KubeTarget, namespace: str
+) -> None:
+    chart = make_chart(tmp_path, "cms", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["x"]})
+    base = cluster_spec("runtime", kubeconfig=kube_cluster.kubeconfig.read_text())
+    components = [
+        {"component": name, "namespace": namespace, "URL": str(chart)} for name in ("a", "b")
+    ]
+    spec = base.model_copy(
+        update={
+            "kyma_config": base.kyma_config.model_validate(
+                {"version": "1", "components": components}
+            )
+        }
+    )
+    now = dt.datetime.now(dt.UTC)
+    state = ClusterState(
+        runtime_id="runtime",
+        cluster_version=1,
+        config_version=1,
+        status=ClusterStatus.RECONCILING,
+        status_changed=now,
+        spec=spec,
+    )
+    reconciler = ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
+    invoker = InProcessInvoker(Planner(Settings()), reconciler, 60.0)
+    try:
+        for name in ("a", "b"):
+            op = replace(
+                operation("run-1"), correlation_id=name, component=name, namespace=namespace
+            )
+            result = await invoker.invoke(op, state, lambda _blocker: None)
+            assert result.ok, result.reason
+            assert len(invoker.clients) == 1  # one client for the cluster, kept for the next
+    finally:
+        await invoker.aclose()
+    assert len(invoker.clients) == 0

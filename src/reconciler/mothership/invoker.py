@@ -15,7 +15,7 @@ from typing import Protocol
 
 from reconciler.core.runner import ComponentReconciler
 from reconciler.errors import ClusterUnreachable, KubeconfigError, ReconcilerError
-from reconciler.kube.cluster import Cluster
+from reconciler.kube.clients import ClientCache
 from reconciler.kube.live import LiveIndex
 from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
@@ -58,12 +58,17 @@ class InProcessInvoker:
         timeout: float,
         *,
         shared_runs: int = 256,
+        clients: ClientCache | None = None,
     ) -> None:
         self.planner = planner
         self.reconciler = reconciler
         self.timeout = timeout
         self._live: OrderedDict[str, LiveIndex] = OrderedDict()
         self._shared_runs = shared_runs
+        # the operations of a cluster share its HTTP client (connection pool, TLS sessions);
+        # each still gets a fresh `Cluster` with its own discovery. A stored kubeconfig passed
+        # the API's host-access policy when it was accepted.
+        self.clients = clients or ClientCache(allow_host_access=True)
 
     def _live_index(self, scheduling_id: str) -> LiveIndex:
         """One live index per reconciliation: its components' no-op checks share one metadata
@@ -76,31 +81,27 @@ class InProcessInvoker:
         return index
 
     async def invoke(self, op: Operation, state: ClusterState, progress: Progress) -> InvokeResult:
-        try:
-            task = self.planner.task(state, op, timeout=self.timeout)
-            # a stored kubeconfig passed the API's host-access policy when it was accepted
-            cluster = await Cluster.connect(
-                state.spec.kubeconfig, text=True, allow_host_access=True
-            )
-        except ClusterUnreachable as exc:
-            return InvokeResult(False, f"component {op.component}: {exc}", transient=True)
-        except (KubeconfigError, ReconcilerError) as exc:
-            return InvokeResult(False, f"component {op.component}: {exc}")
-
         def report(event: ProgressEvent) -> None:
             if event.blocker:
                 progress(event.blocker)
 
-        async with cluster:
-            # a retry reads afresh: the shared listings predate what its failed attempt applied
-            live = self._live_index(op.scheduling_id) if op.retries == 0 else None
-            outcome = await self.reconciler.run(task, cluster, report, live=live)
+        try:
+            task = self.planner.task(state, op, timeout=self.timeout)
+            async with self.clients.cluster(state.spec.kubeconfig) as cluster:
+                # a retry reads afresh: the shared listings predate what its failed attempt applied
+                live = self._live_index(op.scheduling_id) if op.retries == 0 else None
+                outcome = await self.reconciler.run(task, cluster, report, live=live)
+        except ClusterUnreachable as exc:
+            return InvokeResult(False, f"component {op.component}: {exc}", transient=True)
+        except (KubeconfigError, ReconcilerError) as exc:
+            return InvokeResult(False, f"component {op.component}: {exc}")
         if outcome.ok:
             return InvokeResult(True, "")
         return InvokeResult(False, outcome.error, outcome.transient)
 
     async def aclose(self) -> None:
-        """Nothing to release: each operation connects to its cluster and closes again."""
+        """Close the shared cluster clients."""
+        await self.clients.aclose()
 
 
 class CallableInvoker:

@@ -17,9 +17,9 @@ from reconciler.core.actions import ActionRegistry
 from reconciler.core.charts import ChartProvider, HelmChartProvider
 from reconciler.errors import KubeconfigError
 from reconciler.kube import kubeconfig
+from reconciler.kube.clients import ClientCache
 from reconciler.model.remote import RemoteTask
 from reconciler.remote.callbacks import CallbackSender
-from reconciler.remote.clusters import ClientCache
 from reconciler.remote.metrics import ServiceMetrics
 from reconciler.remote.pool import Admission, WorkerPool
 from reconciler.remote.settings import ComponentSettings

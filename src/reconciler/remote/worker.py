@@ -24,12 +24,12 @@ from reconciler.core.charts import ChartProvider
 from reconciler.core.runner import ComponentReconciler
 from reconciler.errors import KubeconfigError, ReconcilerError
 from reconciler.kube import kubeconfig
+from reconciler.kube.clients import ClientCache
 from reconciler.model.operation import BLOCKER_MAX
 from reconciler.model.remote import CallbackMessage, CallbackStatus, RemoteTask
 from reconciler.model.task import ProgressEvent
 from reconciler.observability.logging import get_logger
 from reconciler.remote.callbacks import CallbackSender, Delivery
-from reconciler.remote.clusters import ClientCache
 from reconciler.remote.metrics import ServiceMetrics
 from reconciler.remote.settings import ComponentSettings
 from reconciler.util.polling import wait_event
@@ -178,6 +178,8 @@ class TaskRunner:
         remaining = job.deadline - time.monotonic()
         task = dataclasses.replace(job.remote.to_task(), timeout=max(1.0, remaining))
 
+        job.phase = job.blocker = ""  # what blocked an earlier attempt is not known to now
+
         def report(event: ProgressEvent) -> None:
             job.phase = event.phase
             if event.blocker:
@@ -199,10 +201,10 @@ class TaskRunner:
                     return f"component {component}: {exc}", False
                 except ReconcilerError as exc:  # the apiserver did not answer
                     return f"component {component}: {exc}", True
-        except TimeoutError:
+        except TimeoutError:  # what it was waiting for says most: the blocking object
+            doing = job.blocker or f"while {job.phase or 'connecting'}"
             return (
-                f"component {component}: task timed out after {job.remote.timeout:g}s"
-                f" (while {job.phase or 'connecting'})",
+                f"component {component}: task timed out after {job.remote.timeout:g}s ({doing})",
                 False,
             )
         return outcome.error, True

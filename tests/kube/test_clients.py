@@ -1,12 +1,18 @@
-"""Cluster clients are shared by the tasks of one service, discovery is not."""
+"""Cluster clients are shared by the tasks of one process, discovery is not."""
 
 from __future__ import annotations
 
 import pytest
 
 from reconciler.errors import ClusterUnreachable, KubeconfigError
-from reconciler.remote.clusters import ClientCache
+from reconciler.kube.clients import ClientCache
+from tests.conftest import KubeTarget
 from tests.remote.test_client import UNREACHABLE
+
+
+@pytest.fixture
+def kubeconfig_text(kube_cluster: KubeTarget) -> str:
+    return kube_cluster.kubeconfig.read_text()
 
 
 async def test_tasks_for_one_cluster_share_a_client_but_not_discovery(

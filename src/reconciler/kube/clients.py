@@ -1,7 +1,8 @@
-"""Reusing connections to a cluster across the tasks of one service instance.
+"""Reusing connections to a cluster across the tasks of one process.
 
-The mothership sends every component of a cluster to the service within seconds, and most of a
-trivial task's cost was opening a client: TLS handshakes for dozens of discovery requests. So
+A control plane runs every component of a cluster within seconds (the component reconciler
+service gets them from the mothership; the mothership's in-process workers claim them), and most
+of a trivial task's cost was opening a client: TLS handshakes for dozens of discovery requests. So
 clients (connection pools) are kept per kubeconfig digest for a short idle time, while every
 attempt still gets a fresh `Cluster` with its own discovery: capabilities never come from before
 a CRD another component just applied. Only a digest of the kubeconfig is kept as key; the text
@@ -29,9 +30,14 @@ class _Entry:
 
 
 class ClientCache:
-    def __init__(self, *, max_idle: int = 32, idle_seconds: float = 60.0) -> None:
+    def __init__(
+        self, *, max_idle: int = 32, idle_seconds: float = 60.0, allow_host_access: bool = False
+    ) -> None:
+        """`allow_host_access`: kubeconfigs may run commands or read files here (only for ones
+        a policy already accepted, such as those the mothership stored)."""
         self.max_idle = max_idle
         self.idle_seconds = idle_seconds
+        self.allow_host_access = allow_host_access
         self._entries: dict[str, _Entry] = {}
 
     def __len__(self) -> int:
@@ -46,7 +52,10 @@ class ClientCache:
         key = hashlib.sha256(kubeconfig.encode()).hexdigest()
         entry = self._entries.get(key)
         if entry is None:
-            entry = _Entry(KubeClient.from_kubeconfig(kubeconfig, text=True))
+            client = KubeClient.from_kubeconfig(
+                kubeconfig, text=True, allow_host_access=self.allow_host_access
+            )
+            entry = _Entry(client)
             self._entries[key] = entry
         entry.users += 1
         try:
