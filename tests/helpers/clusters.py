@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
-from reconciler.model.cluster import ClusterSpec
+from reconciler.model.cluster import ClusterSpec, ClusterState
+from reconciler.model.status import ClusterStatus
 
 SAMPLE_COMPONENTS = (
     "cluster-essentials",
@@ -42,4 +44,16 @@ def cluster_spec(
             },
             **extra,
         }
+    )
+
+
+def reconciling(spec: ClusterSpec) -> ClusterState:
+    """The state an operation of `spec`'s first versions works on."""
+    return ClusterState(
+        runtime_id=spec.runtime_id,
+        cluster_version=1,
+        config_version=1,
+        status=ClusterStatus.RECONCILING,
+        status_changed=dt.datetime.now(dt.UTC),
+        spec=spec,
     )

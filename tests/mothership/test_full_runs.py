@@ -10,17 +10,16 @@ from pathlib import Path
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
-from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
 from reconciler.model.remote import RemoteTask
-from reconciler.model.status import ClusterStatus, OperationState, OperationType
+from reconciler.model.status import OperationState, OperationType
 from reconciler.model.task import Task
 from reconciler.mothership.invoker import InProcessInvoker
 from reconciler.mothership.planner import Planner
 from reconciler.mothership.settings import Settings
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, make_chart
-from tests.helpers.clusters import cluster_spec
+from tests.helpers.clusters import cluster_spec, reconciling
 
 
 def operation(scheduling_id: str, retries: int = 0) -> Operation:
@@ -79,15 +78,7 @@ async def test_operations_of_one_cluster_share_its_client_until_the_invoker_clos
             )
         }
     )
-    now = dt.datetime.now(dt.UTC)
-    state = ClusterState(
-        runtime_id="runtime",
-        cluster_version=1,
-        config_version=1,
-        status=ClusterStatus.RECONCILING,
-        status_changed=now,
-        spec=spec,
-    )
+    state = reconciling(spec)
     reconciler = ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
     invoker = InProcessInvoker(Planner(Settings()), reconciler, 60.0)
     try:

@@ -3,15 +3,12 @@ reconciler, which can then scrub the values from what it reports."""
 
 from __future__ import annotations
 
-import datetime as dt
-
-from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
 from reconciler.model.remote import RemoteTask
-from reconciler.model.status import ClusterStatus, OperationState, OperationType
+from reconciler.model.status import OperationState, OperationType
 from reconciler.mothership.planner import Planner
 from reconciler.mothership.settings import Settings
-from tests.helpers.clusters import cluster_spec
+from tests.helpers.clusters import cluster_spec, reconciling
 
 
 def test_the_secret_configuration_keys_travel_with_the_task_to_a_component_reconciler() -> None:
@@ -23,15 +20,8 @@ def test_the_secret_configuration_keys_travel_with_the_task_to_a_component_recon
     kyma = {"version": "1", "components": [{"component": "web", "URL": "/charts/web"}]}
     kyma["components"][0]["configuration"] = configuration
     spec = base.model_copy(update={"kyma_config": base.kyma_config.model_validate(kyma)})
-    now = dt.datetime.now(dt.UTC)
-    state = ClusterState(
-        runtime_id="rt",
-        cluster_version=1,
-        config_version=1,
-        status=ClusterStatus.RECONCILING,
-        status_changed=now,
-        spec=spec,
-    )
+    state = reconciling(spec)
+    now = state.status_changed
     op = Operation(
         "s", "c", "rt", 1, 1, "web", "default", OperationType.RECONCILE,
         OperationState.NEW, "", 0, False, "", now, now,
