@@ -5,11 +5,12 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: help setup testbed lint typecheck test demo demo-down clean image
+.PHONY: help setup testbed lint typecheck test demo demo-infra demo-down clean image
 
 help:
 	@echo "make demo   dev cluster + sample component set (CLI), the mothership reconciling it, then"
 	@echo "            operator mode: the example catalog + Kyma reconciled by 'reconciler operator run'"
+	@echo "make demo-infra  Runtime -> simulated Gardener Shoot -> kubeconfig Secret -> operator installs a module on it"
 	@echo "make test   lint, type-check and run the whole test suite against the real test bed"
 	@echo "make image  the OCI image (no daemon; docs/deploy.md), IMAGE_PUSH=host:port/repo:tag to push"
 
@@ -42,8 +43,12 @@ DEMO_DIR ?= $(HOME)/.cache/reconciler/dev-cluster
 demo: testbed
 	BIN=$(BIN) DEMO_DIR=$(DEMO_DIR) scripts/demo.sh
 
+demo-infra: testbed
+	BIN=$(BIN) DEMO_DIR=$(DEMO_DIR) scripts/demo-infra.sh
+
 demo-down: setup
-	-@for p in mothership operator; do if [ -f $(DEMO_DIR)/$$p.pid ]; then kill $$(cat $(DEMO_DIR)/$$p.pid) 2>/dev/null; rm -f $(DEMO_DIR)/$$p.pid; fi; done
+	-@for p in mothership operator gardener infra; do if [ -f $(DEMO_DIR)/$$p.pid ]; then kill $$(cat $(DEMO_DIR)/$$p.pid) 2>/dev/null; rm -f $(DEMO_DIR)/$$p.pid; fi; done
+	-@if [ -d $(DEMO_DIR)/shoot ]; then $(BIN)/reconciler dev-cluster down --dir $(DEMO_DIR)/shoot; fi
 	$(BIN)/reconciler dev-cluster down --dir $(DEMO_DIR)
 
 IMAGE_PUSH ?=

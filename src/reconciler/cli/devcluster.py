@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -96,3 +97,34 @@ def status(
             typer.echo(f"kubeconfig: {info.kubeconfig}")
     if not any(state.values()):
         raise typer.Exit(FAILED)
+
+
+@app.command()
+def gardener(
+    garden: Annotated[Path, typer.Option(help="Kubeconfig of the cluster acting as the garden.")],
+    shoot: Annotated[Path, typer.Option(help="Kubeconfig of the cluster acting as every shoot.")],
+    workdir: Annotated[Path, typer.Option(help="Where the proxy's kubeconfig is written.")],
+    project: Annotated[str, typer.Option(help="Gardener project: namespace garden-<project>.")] = (
+        "demo"
+    ),
+) -> None:
+    """Play Gardener until SIGTERM/SIGINT (tests and demos): the Shoot CRD, a controller
+    advancing Shoots, admin kubeconfigs of SHOOT. Prints the kubeconfig clients should use."""
+    from reconciler.devcluster.gardener import GardenerSimulator
+
+    async def serve() -> None:
+        simulator = GardenerSimulator(garden, shoot, workdir)
+        kubeconfig = await simulator.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await simulator.ensure_project(project)
+            typer.echo(f"garden kubeconfig: {kubeconfig}", err=True)
+            await stop.wait()
+        finally:
+            await simulator.stop()
+
+    with failures():
+        asyncio.run(serve())

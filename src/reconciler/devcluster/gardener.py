@@ -239,6 +239,14 @@ class GardenerSimulator:
         self.kubeconfig.write_text(yaml.safe_dump(config_text, sort_keys=False))
         return self.kubeconfig
 
+    async def ensure_project(self, project: str) -> str:
+        """The project's namespace `garden-<project>` in the garden cluster."""
+        name = f"garden-{project}"
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        async with await Cluster.connect(self.garden_kubeconfig) as cluster:
+            await cluster.apply(namespace, field_manager="gardener-simulator")
+        return name
+
     async def stop(self) -> None:
         if self._server is not None:
             self._server.should_exit = True
