@@ -21,6 +21,7 @@ from reconciler.kube.workqueue import Backoff
 from reconciler.observability.logging import get_logger
 from reconciler.operator.catalog import CatalogError, Resolved, resolve, version_key
 from reconciler.operator.control import Body, ControlPlane
+from reconciler.operator.fleet import FleetIndex
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.resources import (
     API_VERSION,
@@ -60,8 +61,11 @@ class KymaController:
         control: ControlPlane,
         settings: OperatorSettings,
         metrics: OperatorMetrics | None = None,
+        fleet: FleetIndex | None = None,
     ) -> None:
         self.metrics = metrics or OperatorMetrics()
+        self.fleet = fleet
+        """Where the Kymas' Manifests are known from events (else each reconcile LISTs them)."""
         self.control = control
         self.settings = settings
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
@@ -84,12 +88,27 @@ class KymaController:
             await self._set(kyma, State.ERROR, str(exc), (kyma.get("status") or {}).get("modules"))
             return self.backoff.next((namespace, name))
 
-    async def _manifests(self, kyma: Body) -> dict[str, Body]:
+    async def _manifests(self, kyma: Body, *, fresh: bool = False) -> dict[str, Body]:
+        """The Kyma's Manifests by module: from the fleet index, or (`fresh`: deletion waits
+        for them to be gone, which a lagging index must not fake) the apiserver."""
         meta = kyma["metadata"]
-        items = await self.control.list(
-            "Manifest", meta["namespace"], f"{KYMA_NAME}={meta['name']}"
-        )
+        if self.fleet is not None and not fresh:
+            items = self.fleet.manifests(meta["namespace"], meta["name"])
+        else:
+            items = await self.control.list(
+                "Manifest", meta["namespace"], f"{KYMA_NAME}={meta['name']}"
+            )
         return {str(m["metadata"].get("labels", {}).get(MODULE_NAME, "")): m for m in items}
+
+    async def _current(self, kyma: Body, module: str, known: dict[str, Body]) -> Body | None:
+        """The module's Manifest; one the index has not seen yet (just created, or the index
+        is still filling at start) is read, so it is neither re-applied nor shown as missing."""
+        if module in known or self.fleet is None:
+            return known.get(module)
+        meta = kyma["metadata"]
+        return await self.control.get(
+            "Manifest", meta["namespace"], manifest_name(meta["name"], module)
+        )
 
     async def _reconcile(self, kyma: Body) -> float:
         meta = kyma["metadata"]
@@ -101,7 +120,7 @@ class KymaController:
         modules: list[dict[str, Any]] = []
         wanted = {m.name for m in spec.modules or []}
         for module in spec.modules or []:
-            current = existing.get(module.name)
+            current = await self._current(kyma, module.name, existing)
             if not module.managed:
                 if current is not None:
                     await self._release(current)
@@ -242,7 +261,7 @@ class KymaController:
         meta = kyma["metadata"]
         if KYMA_FINALIZER not in (meta.get("finalizers") or []):
             return None
-        existing = await self._manifests(kyma)
+        existing = await self._manifests(kyma, fresh=True)
         for manifest in existing.values():
             if not manifest["metadata"].get("deletionTimestamp"):
                 await self.control.delete(

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Coroutine, Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,6 +31,7 @@ from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
 from reconciler.operator.drift import DriftWatch
 from reconciler.operator.events import RemoteEvent, RemoteEvents
+from reconciler.operator.fleet import FleetIndex
 from reconciler.operator.kymas import KymaController
 from reconciler.operator.manifests import ManifestController
 from reconciler.operator.metrics import OperatorMetrics
@@ -45,6 +46,12 @@ from reconciler.operator.watcher.settings import WatcherSettings
 from reconciler.util.stacks import dump_stacks
 
 Key = tuple[str, str, str]
+Body = dict[str, Any]
+
+AGGREGATE_DELAY = 0.25
+"""Seconds a Kyma waits after a change of one of its Manifests before it aggregates them: the
+status changes of its modules in a burst cost one Kyma reconcile (and status write), not one
+each. A change of the Kyma itself is not delayed."""
 
 
 def _login_for(kubeconfig: Path | None) -> Any:
@@ -69,7 +76,7 @@ def _login_for(kubeconfig: Path | None) -> Any:
     return login
 
 
-def _essence(body: kopf.Body) -> tuple[Any, ...]:
+def _essence(body: Body) -> tuple[Any, ...]:
     """What of an object a controller reacts to: not its status."""
     meta = body.get("metadata", {})
     return (
@@ -96,7 +103,8 @@ class Operator:
         self.remote_watchers: RemoteWatchers | None = None
         """Puts each remote cluster's watcher in place (when the watcher is on)."""
         self.control = ControlPlane(control)
-        self.targets = TargetClusters(self.control, control)
+        self.fleet = FleetIndex()
+        self.targets = TargetClusters(self.control, control, self.fleet)
         self.sources = ModuleSources(HelmChartProvider(charts))
         core = ComponentReconciler(self.sources)
         self.queue = WorkQueue(self._handle, workers=self.settings.workers, part="operator-queue")
@@ -112,10 +120,11 @@ class Operator:
             self.metrics,
             self.sources,
         )
-        self.kymas = KymaController(self.control, self.settings, self.metrics)
+        self.kymas = KymaController(self.control, self.settings, self.metrics, self.fleet)
         self.events = RemoteEvents()
         self.events.subscribe(self._remote_changed)
         self._seen: dict[Key, tuple[Any, ...]] = {}
+        self._background: set[asyncio.Task[None]] = set()
         self._log = get_logger(part="operator")
 
     async def _handle(self, key: Hashable) -> float | None:
@@ -138,7 +147,7 @@ class Operator:
         """A watcher reported a change in the Kyma's remote cluster: look at the Kyma now."""
         self.queue.add(("Kyma", event.kyma_namespace, event.kyma_name))
 
-    def _changed(self, key: Key, body: kopf.Body, event_type: str | None) -> bool:
+    def _changed(self, key: Key, body: Body, event_type: str | None) -> bool:
         if event_type == "DELETED":
             self._seen.pop(key, None)
             return False
@@ -158,38 +167,30 @@ class Operator:
         registry = kopf.OperatorRegistry()
         kopf.on.login(registry=registry)(_login_for(kubeconfig))
 
-        def add(key: Key) -> None:
-            loop.call_soon_threadsafe(self.queue.add, key)
-
-        async def in_our_loop(coro: Coroutine[Any, Any, None]) -> None:
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+        def in_our_loop(callback: Callable[[Body, str | None], None], event: Any) -> None:
+            raw = event["event"]  # the watch event as it came: {"type", "object"}
+            loop.call_soon_threadsafe(callback, raw["object"], raw.get("type"))
 
         @kopf.on.event(GROUP, VERSION, "kymas", registry=registry)
         async def kyma_event(**event: Any) -> None:
-            key = ("Kyma", str(event["namespace"]), str(event["name"]))
-            if self._changed(key, event["body"], event["type"]):
-                add(key)
+            in_our_loop(self._kyma_event, event)
 
         @kopf.on.event(GROUP, VERSION, "manifests", registry=registry)
         async def manifest_event(**event: Any) -> None:
-            namespace = str(event["namespace"])
-            key = ("Manifest", namespace, str(event["name"]))
-            if self._changed(key, event["body"], event["type"]):
-                add(key)
-            kyma = event["labels"].get(KYMA_NAME)
-            if kyma:  # any change, status included: the Kyma aggregates it
-                add(("Kyma", namespace, kyma))
+            in_our_loop(self._manifest_event, event)
 
         async def catalog_event(**event: Any) -> None:
-            await in_our_loop(self._catalog_changed(str(event["namespace"])))
+            namespace = str(event["namespace"])
+            await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(self._catalog_changed(namespace), loop)
+            )
 
         for plural in ("moduletemplates", "modulereleasemetas"):
             kopf.on.event(GROUP, VERSION, plural, registry=registry)(catalog_event)
 
         @kopf.on.event("", "v1", "secrets", labels={KYMA_NAME: kopf.PRESENT}, registry=registry)
         async def secret_event(**event: Any) -> None:
-            namespace, kyma = str(event["namespace"]), str(event["labels"][KYMA_NAME])
-            await in_our_loop(self._secret_changed(namespace, kyma))
+            in_our_loop(self._secret_event, event)
 
         return registry
 
@@ -197,9 +198,37 @@ class Operator:
         for kyma in await self.control.list("Kyma", namespace):
             self.queue.add(("Kyma", namespace, kyma["metadata"]["name"]))
 
+    def _kyma_event(self, body: Body, event_type: str | None) -> None:
+        meta = body["metadata"]
+        key = ("Kyma", str(meta["namespace"]), str(meta["name"]))
+        if self._changed(key, body, event_type):
+            self.queue.add(key)
+
+    def _manifest_event(self, body: Body, event_type: str | None) -> None:
+        self.fleet.manifest(body, deleted=event_type == "DELETED")
+        meta = body["metadata"]
+        namespace = str(meta["namespace"])
+        key = ("Manifest", namespace, str(meta["name"]))
+        if self._changed(key, body, event_type):
+            self.queue.add(key)
+        kyma = (meta.get("labels") or {}).get(KYMA_NAME)
+        if kyma:  # any change, status included: the Kyma aggregates it, once per burst
+            self.queue.add(("Kyma", namespace, str(kyma)), AGGREGATE_DELAY)
+
+    def _secret_event(self, body: Body, event_type: str | None) -> None:
+        """A kubeconfig Secret: a new or changed one (not the initial listing) makes its Kyma's
+        Manifests look at their cluster again at once."""
+        changed = self.fleet.secret(body, deleted=event_type == "DELETED")
+        if changed or event_type == "ADDED":
+            meta = body["metadata"]
+            kyma = str((meta.get("labels") or {}).get(KYMA_NAME, ""))
+            task = asyncio.create_task(self._secret_changed(str(meta["namespace"]), kyma))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
     async def _secret_changed(self, namespace: str, kyma: str) -> None:
-        await self.targets.evict(namespace, kyma)
-        for manifest in await self.control.list("Manifest", namespace, f"{KYMA_NAME}={kyma}"):
+        await self.targets.forget(namespace, kyma)
+        for manifest in self.fleet.manifests(namespace, kyma):
             self.queue.add(("Manifest", namespace, manifest["metadata"]["name"]))
 
     async def run(

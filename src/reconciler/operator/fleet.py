@@ -1,0 +1,80 @@
+"""What the operator was already told about its fleet: each Kyma's Manifests and kubeconfig
+Secrets, kept from kopf's events so that a reconcile does not ask the apiserver again.
+
+At 25,000 Manifests in one namespace, "the Manifests of Kyma k" as a label-selected LIST makes
+the apiserver read and filter every Manifest of the namespace for each Kyma reconcile (and the
+Secret LIST per Manifest reconcile does the same to every Secret): quadratic in the fleet. The
+index answers both from memory. Like an informer's cache it may lag the apiserver by an event;
+its users treat an entry that is missing as "ask the apiserver" and an entry that is there as
+what the watch last said, which the next event corrects (level-triggered controllers converge).
+It is only touched from the operator's loop.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from reconciler.operator.resources import KYMA_NAME
+
+Body = dict[str, Any]
+KymaKey = tuple[str, str]
+"""(namespace, Kyma name)."""
+
+
+def _kyma_of(body: Body) -> str:
+    return str((body.get("metadata", {}).get("labels") or {}).get(KYMA_NAME, ""))
+
+
+class _ByKyma:
+    """Objects labelled with their Kyma's name, by (namespace, Kyma) and then by name."""
+
+    def __init__(self) -> None:
+        self._items: dict[KymaKey, dict[str, Body]] = defaultdict(dict)
+        self._owner: dict[tuple[str, str], str] = {}
+
+    def observe(self, body: Body, deleted: bool) -> Body | None:
+        """Record an event; the object's previous body (None: not seen before)."""
+        meta = body.get("metadata", {})
+        namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+        before_kyma = self._owner.pop((namespace, name), None)
+        before = None
+        if before_kyma is not None:
+            group = self._items.get((namespace, before_kyma), {})
+            before = group.pop(name, None)
+            if not group:
+                self._items.pop((namespace, before_kyma), None)
+        kyma = _kyma_of(body)
+        if not deleted and kyma:
+            self._items[(namespace, kyma)][name] = body
+            self._owner[(namespace, name)] = kyma
+        return before
+
+    def of(self, namespace: str, kyma: str) -> list[Body]:
+        return list(self._items.get((namespace, kyma), {}).values())
+
+
+class FleetIndex:
+    def __init__(self) -> None:
+        self._manifests = _ByKyma()
+        self._secrets = _ByKyma()
+
+    def manifest(self, body: Body, *, deleted: bool = False) -> None:
+        self._manifests.observe(body, deleted)
+
+    def manifests(self, namespace: str, kyma: str) -> list[Body]:
+        """The Kyma's Manifests as last watched (possibly not yet the newest)."""
+        return self._manifests.of(namespace, kyma)
+
+    def secret(self, body: Body, *, deleted: bool = False) -> bool:
+        """Record a Secret event; True when it changes a Secret seen before (a new kubeconfig
+        for a known Kyma), False for the first sight (the initial listing) or no change."""
+        before = self._secrets.observe(body, deleted)
+        if before is None:
+            return False
+        version = body.get("metadata", {}).get("resourceVersion")
+        return deleted or before.get("metadata", {}).get("resourceVersion") != version
+
+    def secrets(self, namespace: str, kyma: str) -> list[Body]:
+        """The Secrets labelled with the Kyma's name, as last watched."""
+        return self._secrets.of(namespace, kyma)

@@ -1,0 +1,45 @@
+"""The fleet index: each Kyma's Manifests and Secrets as kopf last reported them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconciler.operator.fleet import FleetIndex
+from reconciler.operator.resources import KYMA_NAME
+
+
+def _body(name: str, kyma: str, version: str = "1", namespace: str = "kcp") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "resourceVersion": version,
+            "labels": {KYMA_NAME: kyma},
+        }
+    }
+
+
+def test_manifests_are_found_by_their_kyma_follow_a_relabel_and_go_when_deleted() -> None:
+    fleet = FleetIndex()
+    fleet.manifest(_body("k1-a", "k1"))
+    fleet.manifest(_body("k1-b", "k1"))
+    fleet.manifest(_body("k2-a", "k2"))
+    assert sorted(m["metadata"]["name"] for m in fleet.manifests("kcp", "k1")) == ["k1-a", "k1-b"]
+    assert fleet.manifests("other", "k1") == []
+
+    fleet.manifest(_body("k1-b", "k2", "2"))  # relabelled to another Kyma
+    assert [m["metadata"]["name"] for m in fleet.manifests("kcp", "k1")] == ["k1-a"]
+    assert len(fleet.manifests("kcp", "k2")) == 2
+
+    fleet.manifest(_body("k1-a", "k1", "3"), deleted=True)
+    assert fleet.manifests("kcp", "k1") == []
+
+
+def test_a_secret_counts_as_changed_only_when_a_seen_one_changes() -> None:
+    fleet = FleetIndex()
+    assert fleet.secret(_body("kubeconfig-k1", "k1")) is False  # first sight (initial listing)
+    assert fleet.secret(_body("kubeconfig-k1", "k1")) is False  # same resourceVersion
+    assert fleet.secret(_body("kubeconfig-k1", "k1", "2")) is True
+    assert [s["metadata"]["resourceVersion"] for s in fleet.secrets("kcp", "k1")] == ["2"]
+    assert fleet.secret(_body("kubeconfig-k1", "k1", "3"), deleted=True) is True
+    assert fleet.secrets("kcp", "k1") == []
