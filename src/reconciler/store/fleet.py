@@ -151,7 +151,8 @@ class FleetQueries:
         async with self.engine.connect() as conn:
             counted = await conn.execute(
                 sa.select(cluster_heads.c.status, sa.func.count())
-                .select_from(joined)
+                # without a text, the heads alone answer (their status index)
+                .select_from(joined if query.text else cluster_heads)
                 .where(*live)
                 .group_by(cluster_heads.c.status)
             )

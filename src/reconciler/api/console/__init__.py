@@ -11,10 +11,12 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from reconciler.api.console import fragments, pages
-from reconciler.api.console.rendering import STATIC
+from reconciler.api.console.rendering import STATIC, TEMPLATES
 
 
 def mount_console(app: FastAPI) -> None:
+    for name in TEMPLATES.list_templates():
+        TEMPLATES.get_template(name)  # compiled now, not in the first user's request
     app.include_router(pages.router)
     app.include_router(fragments.router)
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="console-static")

@@ -7,13 +7,16 @@
   var page = document.body.dataset.page;
 
   function token() { return sessionStorage.getItem(KEY); }
+  var noticeTimer = null;
   function notice(text, error) {
     var box = document.getElementById("notice");
     box.textContent = text;
     box.className = error ? "notice error" : "notice";
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(function () { box.textContent = ""; }, error ? 15000 : 5000);
   }
   function signin() {
-    sessionStorage.removeItem(KEY);
+    sessionStorage.clear();
     var next = location.pathname + location.search;
     location.replace("/ui/signin?next=" + encodeURIComponent(next));
   }
@@ -110,7 +113,7 @@
     if (!button) { return; }
     var data = button.dataset;
     if (data.action === "signout") {
-      sessionStorage.removeItem(KEY);
+      sessionStorage.clear();  // the token, and htmx's record of the page path
       location.replace("/ui/signin");
     } else if (data.action) {
       act(button);

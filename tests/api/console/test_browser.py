@@ -1,0 +1,364 @@
+"""The console in a real browser (Debian's headless Chromium through Playwright) against a served
+mothership whose in-process workers deploy to the test-bed cluster: sign in, the fleet, a
+cluster whose Deployment never gets ready (its blocking object shown), disable and enable, a
+status change appearing live, a rollback; a viewer sees no buttons and the API refuses them;
+nothing secret in the page, the event stream or the browser's storage but the user's token.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from playwright.sync_api import Browser, Page, Response, expect
+
+from reconciler.api import ApiSettings
+from reconciler.api.auth import Role
+from reconciler.api.convert import spec_from
+from reconciler.api.schemas import ClusterIn
+from reconciler.charts.sources import ChartCache
+from reconciler.core.actions import ActionRegistry
+from reconciler.core.charts import HelmChartProvider
+from reconciler.core.runner import ComponentReconciler
+from reconciler.kube.client import KubeClient
+from reconciler.model.cluster import ClusterSpec
+from reconciler.model.status import ClusterStatus
+from reconciler.mothership.engine import Engine
+from reconciler.mothership.invoker import InProcessInvoker, Invoker
+from reconciler.mothership.planner import Planner
+from tests.api.console.browser import ServedConsole, served_console
+from tests.api.support import Tokens, cluster_body
+from tests.conftest import KubeTarget
+from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
+from tests.helpers.clusters import cluster_spec
+from tests.helpers.fleet import bulk_fleet
+
+SECRET_VALUE = "hunter2-secret-value"  # `secret: true` in every cluster_body component
+SLOW = 90_000  # ms: a run on a busy machine, with a readiness timeout in it
+SHOTS = os.environ.get("RECONCILER_CONSOLE_SCREENSHOTS")
+"""A directory to write the screenshots of docs/console.md to (docs/images), when set."""
+
+
+def shot(page: Page, name: str, *, full_page: bool = False) -> None:
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / f"console-{name}.png"), full_page=full_page)
+
+
+def in_process(cache: Path) -> Any:
+    def factory(planner: Planner) -> Invoker:
+        core = ComponentReconciler(HelmChartProvider(ChartCache(cache)), ActionRegistry())
+        return InProcessInvoker(planner, core, timeout=5)
+
+    return factory
+
+
+def body(runtime_id: str, kubeconfig: str, chart: Path, namespace: str, **values: Any) -> Any:
+    data = cluster_body(runtime_id, kubeconfig=kubeconfig, components=(chart.name,))
+    (component,) = data["kymaConfig"]["components"]
+    component.update({"URL": str(chart), "namespace": namespace})
+    component["configuration"] += [{"key": k, "value": v} for k, v in values.items()]
+    return data
+
+
+def spec_of(data: Any) -> ClusterSpec:
+    return spec_from(ClusterIn.model_validate(data))
+
+
+@dataclass
+class World:
+    served: ServedConsole
+    tokens: Tokens
+    kubeconfig: str
+    bodies: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def world(kube_cluster: KubeTarget, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """A served mothership with `rt-good` (ready) and `rt-stuck` (a Deployment nobody runs:
+    failed, blocked by it) on the test bed."""
+    directory = tmp_path_factory.mktemp("console")
+    tokens = Tokens.write(directory)
+    namespace = f"console-{uuid.uuid4().hex[:6]}"
+    kubeconfig = kube_cluster.kubeconfig.read_text()
+    good = make_chart(directory, "greeter", {"cm.yaml": CONFIGMAPS}, {"configmaps": ["hello"]})
+    stuck = make_chart(directory, "stuck-app", {"deploy.yaml": DEPLOYMENT})
+    bodies = {
+        "rt-good": body("rt-good", kubeconfig, good, namespace, greeting="hello"),
+        "rt-stuck": body("rt-stuck", kubeconfig, stuck, namespace),
+    }
+    settings = ApiSettings(tokens_file=tokens.path)
+    with served_console(
+        directory, settings, invoker=in_process(directory / "cache"), max_retries=1
+    ) as served:
+
+        async def setup(engine: Engine) -> None:
+            async with KubeClient.from_kubeconfig(kube_cluster.kubeconfig) as client:
+                await client.request(
+                    "POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}}
+                )
+            for data in bodies.values():
+                await engine.service.upsert_cluster(spec_of(data))
+
+        served.call(setup)
+        try:
+            yield World(served, tokens, kubeconfig, bodies)
+        finally:
+
+            async def cleanup(_: Engine) -> None:
+                async with KubeClient.from_kubeconfig(kube_cluster.kubeconfig) as client:
+                    await client.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+            served.call(cleanup)
+
+
+def sign_in(browser: Browser, url: str, token: str, start: str = "/ui/") -> Page:
+    page = browser.new_context(viewport={"width": 1200, "height": 760}).new_page()
+    page.goto(url + start)
+    page.wait_for_url("**/ui/signin**")
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"**{start}*")
+    return page
+
+
+def status_of(served: ServedConsole, runtime_id: str) -> ClusterStatus:
+    async def read(engine: Engine) -> ClusterStatus:
+        return (await engine.service.cluster(runtime_id)).status
+
+    return served.call(read)
+
+
+def test_an_admin_finds_the_blocked_component_disables_enables_and_rolls_back(
+    world: World, browser: Browser
+) -> None:
+    served, tokens = world.served, world.tokens
+    page = sign_in(browser, served.url, tokens.by_role[Role.ADMIN])
+    events: list[str] = []
+    page.on("framenavigated", lambda frame: events.append(frame.url))
+    page.on("dialog", lambda dialog: dialog.accept())
+    bodies: list[str] = []
+    page.on("response", lambda response: bodies.append(_text(response)))
+
+    # the fleet, filtered by text
+    fleet = page.locator("table.fleet tbody")
+    expect(fleet.get_by_role("link", name="rt-good")).to_be_visible()
+    page.get_by_label("Search").fill("stuck")
+    expect(fleet.locator("tr")).to_have_count(1)
+    expect(fleet.get_by_role("link", name="rt-stuck")).to_be_visible()
+    assert "q=stuck" in page.url  # the filter is kept in the address
+
+    # the stuck cluster fails (and retries); its operation names what blocks it
+    fleet.get_by_role("link", name="rt-stuck").click()
+    page.wait_for_url("**/ui/clusters/rt-stuck")
+    status = page.locator("#cluster-status")
+    row = page.locator("#runs table.ops tr", has_text="stuck-app").first
+    expect(row).to_contain_text("deployment console-", timeout=SLOW)
+    expect(row).to_contain_text("stuck-app: 0/1 replicas available")
+    expect(page.locator(".failures")).to_contain_text("0/1 replicas available")
+    shot(page, "cluster")
+
+    # disable and enable: the status follows without a reload
+    navigations = len(events)
+    page.get_by_role("button", name="Disable").click()
+    expect(status).to_have_text("reconcile_disabled")
+    assert status_of(served, "rt-stuck") is ClusterStatus.RECONCILE_DISABLED
+    page.get_by_role("button", name="Enable").click()
+    expect(status).to_have_text("ready")
+    assert status_of(served, "rt-stuck") is ClusterStatus.READY
+
+    # a change made elsewhere (here: the service itself) appears live
+    async def disable(engine: Engine) -> None:
+        await engine.service.set_status("rt-stuck", ClusterStatus.RECONCILE_DISABLED)
+
+    served.call(disable)
+    expect(status).to_have_text("reconcile_disabled", timeout=15_000)
+    assert len(events) == navigations  # no reload
+
+    # roll rt-good back to its first configuration
+    async def reconfigure(engine: Engine) -> int:
+        data = copy.deepcopy(world.bodies["rt-good"])
+        data["kymaConfig"]["components"][0]["configuration"][-1]["value"] = "bonjour"
+        return (await engine.service.upsert_cluster(spec_of(data))).config_version
+
+    page.goto(served.url + "/ui/clusters/rt-good")
+    status = page.locator("#cluster-status")
+    expect(status).to_have_text("ready", timeout=SLOW)
+    first = served.call(lambda engine: _first_config(engine, "rt-good"))
+    second = served.call(reconfigure)
+    expect(status).to_have_text("ready", timeout=SLOW)
+    page.get_by_role("button", name=f"Roll back to {first}").click()
+    configs = page.locator("#configs table")
+    expect(configs).to_contain_text(f"rollback to {first}")
+    expect(page.locator("#history")).to_contain_text(f"rollback to {first}", timeout=SLOW)
+    expect(status).to_have_text("ready", timeout=SLOW)
+
+    # the diff of the two versions, secret values redacted
+    page.get_by_label("Compare").select_option(str(first))
+    page.get_by_label("with").select_option(str(second))
+    page.get_by_role("button", name="Show diff").click()
+    expect(page.locator("table.diff")).to_contain_text("bonjour")
+    page.locator("#diff").scroll_into_view_if_needed()
+    shot(page, "rollback-diff")
+
+    # nothing secret anywhere but the token; signing out removes it
+    storage = json.loads(page.evaluate("() => JSON.stringify(sessionStorage)"))
+    assert storage.pop("reconciler.token") == tokens.by_role[Role.ADMIN]
+    assert storage == {"htmx-current-path-for-history": "/ui/clusters/rt-good"}  # htmx's own
+    assert page.evaluate("() => localStorage.length") == 0
+    assert page.context.cookies() == []
+    seen = "\n".join([page.content(), *bodies])
+    for secret in (SECRET_VALUE, *_credentials(world.kubeconfig)):
+        assert secret not in seen
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/ui/signin")
+    assert page.evaluate("() => sessionStorage.length") == 0
+
+
+def test_a_viewer_sees_no_action_and_the_api_refuses_one(world: World, browser: Browser) -> None:
+    served, tokens = world.served, world.tokens
+    token = tokens.by_role[Role.VIEWER]
+    page = sign_in(browser, served.url, token, start="/ui/clusters/rt-good")
+    expect(page.locator("#cluster-status")).to_be_visible(timeout=SLOW)
+    expect(page.locator("#configs table")).to_be_visible()
+    expect(page.locator("main button[data-action]")).to_have_count(0)
+
+    refused = page.evaluate(
+        """async (token) => (await fetch('/v1/clusters/rt-good/status', {
+            method: 'PUT',
+            headers: {Authorization: 'Bearer ' + token, 'Content-Type': 'application/json'},
+            body: JSON.stringify({status: 'reconcile_disabled'})})).status""",
+        token,
+    )
+    assert refused == 403
+
+
+async def _first_config(engine: Engine, runtime_id: str) -> int:
+    return min(config.version for config in await engine.service.configs(runtime_id))
+
+
+def _text(response: Response) -> str:
+    try:
+        return str(response.text())
+    except Exception:  # redirects and aborted polls have no body
+        return ""
+
+
+def _credentials(kubeconfig: str) -> list[str]:
+    """The kubeconfig's credential values (certificate keys, tokens)."""
+    data = yaml.safe_load(kubeconfig)
+    found: list[str] = []
+    for user in data.get("users", []):
+        for key, value in (user.get("user") or {}).items():
+            if key in ("client-key-data", "token", "password") and value:
+                found.append(str(value)[:64])
+    return found
+
+
+FLEET = 10_000
+STATUSES = (
+    *[ClusterStatus.READY] * 16,
+    ClusterStatus.ERROR,
+    ClusterStatus.RECONCILE_DISABLED,
+    ClusterStatus.RECONCILE_PENDING,
+    ClusterStatus.RECONCILING,
+)
+
+
+@pytest.fixture(scope="module")
+def big_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServedConsole, str]]:
+    """10,000 clusters in the inventory of a served mothership whose loops do not run."""
+    directory = tmp_path_factory.mktemp("fleet")
+    tokens = Tokens.write(directory)
+    settings = ApiSettings(tokens_file=tokens.path)
+    with served_console(directory, settings, run_loops=False) as served:
+
+        async def fill(engine: Engine) -> None:
+            specs = [
+                cluster_spec(f"rt-{n:05d}", version=("2.4.0", "2.5.0", "2.6.1")[n % 3])
+                for n in range(FLEET)
+            ]
+            await bulk_fleet(engine.service.inventory, specs, STATUSES)
+
+        served.call(fill)
+        yield served, tokens.by_role[Role.VIEWER]
+
+
+FLEET_ANSWERS = """(since) => performance.getEntriesByType('resource')
+    .filter(e => e.name.includes('/ui/fragments/fleet') && e.startTime >= since
+                 && e.encodedBodySize > 0)
+    .map(e => e.responseEnd)"""
+
+
+def _until_answered(page: Page, act: Callable[[], None], done: Callable[[], None]) -> float:
+    """Milliseconds, by the browser's clock, from `act` to the end of the last fleet fragment
+    that brought new content (what the page then swaps in), once `done` holds."""
+    since = page.evaluate("() => performance.now()")
+    act()
+    done()
+    return float(max(page.evaluate(FLEET_ANSWERS, since)) - since)
+
+
+def test_fleet_of_10000_paints_and_filters_quickly_in_a_light_page(
+    big_fleet: tuple[ServedConsole, str], browser: Browser
+) -> None:
+    served, token = big_fleet
+    context = browser.new_context(viewport={"width": 1200, "height": 760})
+    context.add_init_script(f"sessionStorage.setItem('reconciler.token', {json.dumps(token)})")
+    page = context.new_page()
+    rows = page.locator("table.fleet tbody tr")
+    summary = page.locator("#fleet-summary")
+
+    page.goto(served.url + "/ui/")
+    expect(rows).to_have_count(50)
+    expect(summary).to_contain_text(f"{FLEET} clusters")
+    first_paint = min(page.evaluate(FLEET_ANSWERS, 0))  # since navigation start
+    html, scripts, asked = page.evaluate(
+        """() => {
+            const nav = performance.getEntriesByType('navigation')[0];
+            const fleet = performance.getEntriesByType('resource')
+                .find(e => e.name.includes('/ui/fragments/fleet'));
+            return [nav.responseEnd, nav.domContentLoadedEventEnd, fleet.requestStart];
+        }"""
+    )
+    shot(page, "fleet")
+    weight = page.evaluate(
+        """() => [...performance.getEntriesByType('navigation'),
+                  ...performance.getEntriesByType('resource')]
+                 .reduce((sum, entry) => sum + entry.encodedBodySize, 0)"""
+    )
+
+    errors = FLEET // len(STATUSES)
+    status_filter = _until_answered(
+        page,
+        lambda: page.get_by_role("button", name=f"error {errors}", exact=True).click(),
+        lambda: expect(summary).to_contain_text(f"{errors} clusters with status error"),
+    )
+    text_filter = _until_answered(
+        page,
+        lambda: page.get_by_label("Search").fill("rt-0999"),
+        lambda: expect(rows).to_have_count(1),
+    )
+    sort = _until_answered(
+        page,
+        lambda: page.get_by_role("button", name="Kyma version").click(),
+        lambda: expect(page.locator("th[aria-sort=ascending]")).to_contain_text("Kyma"),
+    )
+
+    print(
+        f"\nfleet of {FLEET} (browser clock): data painted {first_paint:.0f} ms after"
+        f" navigation start (page {html:.0f} ms, scripts ready {scripts:.0f} ms, fleet"
+        f" asked {asked:.0f} ms); status filter {status_filter:.0f} ms; text filter"
+        f" {text_filter:.0f} ms (150 ms of it the typing debounce); sort {sort:.0f} ms;"
+        f" page weight {weight / 1024:.1f} KiB"
+    )
+    assert weight < 200 * 1024
+    assert first_paint < 5000  # the figure is 300 ms; only a broken page takes seconds
+    context.close()
