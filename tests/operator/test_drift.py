@@ -7,6 +7,8 @@ import time
 
 from prometheus_client import generate_latest
 
+from reconciler.kube.client import FIELD_MANAGER
+from reconciler.operator.drift import own_write
 from reconciler.operator.resources import API_VERSION
 from tests.operator import modules
 from tests.operator.conftest import SETTINGS, World
@@ -60,3 +62,22 @@ async def test_an_edited_and_a_deleted_object_on_the_remote_cluster_are_reverted
     manifest = await world.get("Manifest", "k9-beta")
     assert manifest is not None
     assert manifest["apiVersion"] == API_VERSION
+
+
+def _entry(manager: str, time: str, subresource: str | None = None) -> dict[str, str]:
+    entry = {"manager": manager, "operation": "Apply", "time": time}
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
+
+
+def test_only_the_echo_of_our_own_apply_is_ignored_by_the_drift_watch() -> None:
+    ours, later = "2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z"
+    assert own_write({"managedFields": [_entry(FIELD_MANAGER, ours)]})
+    assert own_write({"managedFields": [_entry("kubectl", ours), _entry(FIELD_MANAGER, later)]})
+    # someone else wrote after us, in the same second, or a controller updated the status
+    assert not own_write({"managedFields": [_entry(FIELD_MANAGER, ours), _entry("x", later)]})
+    assert not own_write({"managedFields": [_entry(FIELD_MANAGER, ours), _entry("x", ours)]})
+    status = _entry("kube-controller-manager", later, "status")
+    assert not own_write({"managedFields": [_entry(FIELD_MANAGER, ours), status]})
+    assert not own_write({"managedFields": []})

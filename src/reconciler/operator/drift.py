@@ -4,17 +4,20 @@ For every kind a Manifest installed, one metadata-only watch per target cluster 
 objects carrying the core's component label) is kept open; an event on an object of a known
 component requeues that component's Manifest, whose run takes the core's fast path: compare
 live metadata with the record, re-apply only what changed. Our own applies come back as events
-too: they cost one such check. A watch that fails is dropped and opened again at the
-Manifest's next successful run.
+too; one whose newest managedFields entry is the core's own is that echo and requeues nothing
+(at fleet scale it would double every install). Anyone else's write, a controller's status
+update (readiness) and every deletion requeue. A watch that fails is dropped and opened again at
+the Manifest's next successful run.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Hashable
+from typing import Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.kube.client import KubeApiError
+from reconciler.kube.client import FIELD_MANAGER, KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.transform import COMPONENT
 from reconciler.observability.logging import get_logger
@@ -25,6 +28,15 @@ WATCH_SECONDS = "300"
 
 Kind = tuple[str, str]
 """(apiVersion, kind)."""
+
+
+def own_write(meta: dict[str, Any]) -> bool:
+    """Whether the object's last write was the core's apply: its managedFields entry is strictly
+    newer than everyone else's (timestamps have seconds only: a tie counts as someone else's)."""
+    entries = meta.get("managedFields") or []
+    ours = [str(e.get("time", "")) for e in entries if e.get("manager") == FIELD_MANAGER]
+    others = [str(e.get("time", "")) for e in entries if e.get("manager") != FIELD_MANAGER]
+    return bool(ours) and (not others or max(ours) > max(others))
 
 
 class DriftWatch:
@@ -72,6 +84,8 @@ class DriftWatch:
                     meta = obj.get("metadata") or {}
                     version = str(meta.get("resourceVersion") or version)
                     if event.get("type") == "BOOKMARK":
+                        continue
+                    if event.get("type") != "DELETED" and own_write(meta):
                         continue
                     component = (meta.get("labels") or {}).get(COMPONENT, "")
                     owner = self._owners.get((cluster, component))
