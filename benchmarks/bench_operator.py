@@ -143,6 +143,14 @@ async def main(kymas: int, modules: int, samples: int, root: Path) -> dict[str, 
                 lambda target=target: remote.get(target), timeout=60, what="module", interval=0.01
             )
             latencies.append(time.monotonic() - changed)
+        clients = len(operator.targets)
+        reconciles = {
+            kind: operator.metrics.registry.get_sample_value(
+                "reconciler_operator_reconcile_duration_seconds_count",
+                {"kind": kind, "result": "ok"},
+            )
+            for kind in ("Kyma", "Manifest")
+        }
         stop.set()
         await running
         await control.aclose()
@@ -157,6 +165,9 @@ async def main(kymas: int, modules: int, samples: int, root: Path) -> dict[str, 
         "peak_rss_mib": round(benchlib.self_peak_rss_mib(), 1),
         "change_p50_s": round(latencies[len(latencies) // 2], 3),
         "change_p99_s": round(p99, 3),
+        "remote_clients": clients,
+        "kyma_reconciles": reconciles["Kyma"],
+        "manifest_reconciles": reconciles["Manifest"],
         "environment": benchlib.environment(),
     }
 
