@@ -103,3 +103,25 @@ async def test_the_rate_limiter_spaces_requests_across_all_callers() -> None:
     started = time.monotonic()
     await asyncio.gather(*(unlimited.acquire() for _ in range(1000)))
     assert time.monotonic() - started < 1
+
+
+async def test_a_late_wake_up_of_the_rate_limiter_is_credited_not_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a busy machine a sleep overshoots; the time overslept is tokens earned, so the
+    achieved rate stays at the limit (it used to be dropped, costing ~15 % at load 15)."""
+    now = [0.0]
+    sleeps: list[float] = []
+
+    async def late_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds + 0.05  # woke 50 ms late
+
+    limiter = RateLimiter(100.0, burst=3, clock=lambda: now[0])
+    monkeypatch.setattr("reconciler.infra.gardener.asyncio.sleep", late_sleep)
+    for _ in range(3):
+        await limiter.acquire()  # the burst
+    await limiter.acquire()  # waits 10 ms, wakes 50 ms late: 6 tokens earned, 3 kept
+    await limiter.acquire()
+    await limiter.acquire()
+    assert len(sleeps) == 1

@@ -54,14 +54,17 @@ class RateLimiter:
         if self.rate is None:
             return
         async with self._lock:
-            now = self._clock()
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
-            self._last = now
+            self._refill()
             if self._tokens < 1:
                 await asyncio.sleep((1 - self._tokens) / self.rate)
-                self._last = self._clock()
-                self._tokens = 1.0
+                self._refill()  # a late wake-up (a busy loop) is credited, not lost
             self._tokens -= 1
+
+    def _refill(self) -> None:
+        assert self.rate is not None
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
 
 
 Observer = Callable[[str, str], None]
