@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -30,3 +32,17 @@ async def test_install_crds_installs_them_on_the_cluster(kube_cluster: KubeTarge
     )
     assert result.exit_code == 0, result.output
     assert result.output.split() == [word for name in NAMES for word in ("installed", name)]
+
+
+def test_run_refuses_a_missing_garden_kubeconfig_as_bad_input(tmp_path: Path) -> None:
+    missing = tmp_path / "garden"
+    result = CliRunner().invoke(app, ["infra", "run", "--garden-kubeconfig", str(missing)])
+    assert result.exit_code == 2
+    assert f"kubeconfig file {missing} does not exist" in result.output
+
+
+def test_run_refuses_bad_settings_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECONCILER_INFRA_ROTATION_RATIO", "1.5")
+    result = CliRunner().invoke(app, ["infra", "run"])
+    assert result.exit_code == 2
+    assert "rotation_ratio" in result.output

@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 from prometheus_client import start_http_server
+from pydantic import ValidationError
 
 from reconciler.cli.crds import print_or_install
-from reconciler.cli.errors import BAD_INPUT, failures
+from reconciler.cli.errors import BAD_INPUT, fail, failures
 from reconciler.cli.signals import stop_within
 from reconciler.infra.crds import all_crds
 from reconciler.infra.install import install_crds
@@ -67,8 +68,11 @@ def run(
     """Turn Runtimes into Shoots and kubeconfig Secrets until SIGTERM/SIGINT.
     Settings: RECONCILER_INFRA_* (project, rate limit, workers, kubeconfig validity)."""
     configure_logging(level=log_level.upper())
-    with failures(BAD_INPUT):
+    try:
         settings = InfraSettings()
+    except ValidationError as exc:
+        raise fail(f"RECONCILER_INFRA_* settings: {exc}", BAD_INPUT) from None
+    with failures(BAD_INPUT):
         garden = KubeClient.from_kubeconfig(garden_kubeconfig)
 
     async def main() -> None:
