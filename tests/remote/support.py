@@ -144,7 +144,7 @@ async def serve_app(app: FastAPI, **tls: Any) -> AsyncIterator[str]:
 
 def serve_command() -> list[str]:
     """`reconciler component serve`, or the same typer app directly until main registers it."""
-    if any(group.name == "component" for group in main.app.registered_groups):
+    if "component" in main.LAZY_COMMANDS:
         return [str(Path(sys.executable).parent / "reconciler"), "component", "serve"]
     code = "from reconciler.cli.component import app; app()"
     return [sys.executable, "-c", code, "serve"]

@@ -1,0 +1,56 @@
+"""Start-up cost: a command imports the stacks it uses, not those of every other command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import typer.main
+
+from reconciler.cli.main import LAZY_COMMANDS, app
+
+# The service and operator stacks: each costs hundreds of ms of CPU to import.
+SERVICE_STACKS = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "kopf", "aiohttp")
+
+PRINT_MODULES = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: sys.stderr.write('MODULES ' + ' '.join(sys.modules) + '\\n'))\n"
+    "from reconciler.cli.main import app\n"
+    "app()\n"
+)
+
+
+def modules_after(*args: str) -> set[str]:
+    """Modules imported by `reconciler <args>` in a fresh interpreter, with their top packages."""
+    done = subprocess.run(
+        [sys.executable, "-c", PRINT_MODULES, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("MODULES "))
+    names = set(line.split()[1:])
+    return names | {name.split(".")[0] for name in names}
+
+
+def test_version_imports_neither_the_cli_groups_nor_any_client_stack() -> None:
+    loaded = modules_after("--version")
+    assert not loaded & {*SERVICE_STACKS, "lightkube", "httpx", "pydantic", "rich", "yaml"}
+    assert "reconciler.cli.components" not in loaded
+
+
+@pytest.mark.parametrize("args", [("deploy", "--help"), ("template", "--help")])
+def test_component_set_commands_do_not_import_the_service_or_operator_stacks(
+    args: tuple[str, ...],
+) -> None:
+    assert not modules_after(*args) & set(SERVICE_STACKS)
+
+
+def test_every_lazy_command_loads_under_its_name() -> None:
+    group = typer.main.get_command(app)
+    for name in LAZY_COMMANDS:
+        assert group.commands[name].name == name  # type: ignore[attr-defined]
