@@ -51,3 +51,11 @@ def find_binary(name: str) -> Path | None:
         return None
     on_path = shutil.which(name)
     return Path(on_path) if on_path else None
+
+
+def deploy_chart() -> Path:
+    """The Helm chart that installs Reconciler in a cluster: bundled into the wheel as
+    `reconciler/_deploy_chart` (pyproject.toml), else `deploy/chart` of this source checkout."""
+    package = Path(__file__).resolve().parent
+    bundled = package / "_deploy_chart"
+    return bundled if bundled.is_dir() else package.parent.parent / "deploy" / "chart"

@@ -40,17 +40,22 @@ def test_pushed_image_runs_its_entry_point_as_non_root_without_a_shell(
     assert not any((rootfs / p).exists() for p in ("bin/sh", "usr/bin/sh", "bin/bash"))
     files_before = sorted(rootfs.rglob("*"))
 
-    result = subprocess.run(
-        [CHROOT, f"--userspec={config['User']}", str(rootfs), *config["Entrypoint"], "--version"],
-        env=dict(entry.split("=", 1) for entry in config["Env"]),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == __version__
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [CHROOT, f"--userspec={config['User']}", str(rootfs), *config["Entrypoint"], *args],
+            env=dict(entry.split("=", 1) for entry in config["Env"]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        return result
+
+    assert run("--version").stdout.strip() == __version__
     assert sorted(rootfs.rglob("*")) == files_before  # nothing written: a read-only root works
+    # the chart is in the image and the helm library renders it there
+    assert "kind: ClusterRole\n" in run("operator", "deploy", "--print", "--image", "r:1").stdout
 
 
 def test_only_the_project_layer_depends_on_the_source(tmp_path: Path) -> None:

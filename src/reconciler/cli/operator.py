@@ -64,8 +64,11 @@ def run(
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
     metrics_port: Annotated[
-        int | None, typer.Option(help="Serve Prometheus metrics on this port (127.0.0.1).")
+        int | None, typer.Option(help="Serve Prometheus metrics on this port.")
     ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(help="Address of the metrics port (0.0.0.0 in a pod).")
+    ] = "127.0.0.1",
 ) -> None:
     """Reconcile Kymas and Manifests until SIGTERM/SIGINT. Settings: RECONCILER_OPERATOR_*."""
     configure_logging(level=log_level.upper())
@@ -79,7 +82,7 @@ def run(
         async with await Cluster.connect(kubeconfig) as cluster:
             operator = Operator(cluster, ChartCache(cache_dir() / "charts"), settings)
             if metrics_port is not None:
-                start_http_server(metrics_port, "127.0.0.1", registry=operator.metrics.registry)
+                start_http_server(metrics_port, metrics_host, registry=operator.metrics.registry)
             await operator.run(kubeconfig, namespace=namespace, stop=stop)
 
     try:
@@ -93,7 +96,7 @@ def deploy_command(
     kubeconfig: Kubeconfig = None,
     namespace: Annotated[str, typer.Option(help="Namespace of the operator.")] = "kyma-system",
     image: Annotated[
-        str, typer.Option(help="Operator image (see docs/operator.md to build one).")
+        str, typer.Option(help="Operator image (`make image`, docs/deploy.md).")
     ] = f"reconciler:{__version__}",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Server-side dry run: validate, change nothing.")
@@ -102,7 +105,11 @@ def deploy_command(
 ) -> None:
     """Install CRDs, RBAC and the operator as a Deployment (self-hosting)."""
     if print_only:
-        typer.echo(yaml.safe_dump_all(all_objects(namespace, image), sort_keys=False), nl=False)
+        try:
+            objects = asyncio.run(all_objects(namespace, image))
+        except ReconcilerError as exc:
+            raise _fail(str(exc)) from None
+        typer.echo(yaml.safe_dump_all(objects, sort_keys=False), nl=False)
         return
 
     async def run_deploy() -> list[str]:

@@ -270,7 +270,10 @@ def layer_keys(repo: Path) -> dict[str, str]:
         (repo / "constraints.txt").read_bytes(),
     ]
     sources = sorted(
-        p for p in (repo / "src").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+        p
+        for tree in (repo / "src", repo / "deploy" / "chart")
+        for p in tree.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
     )
     app = [*common, (repo / "pyproject.toml").read_bytes(), (repo / "README.md").read_bytes()]
     app += [str(p.relative_to(repo)).encode() + b"\0" + p.read_bytes() for p in sources]

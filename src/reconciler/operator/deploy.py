@@ -1,102 +1,52 @@
 """Self-hosting: the objects that run the operator inside a cluster (the seeds' single-cluster
 setup, where it reconciles its own cluster and manages itself), and their installation.
 
-CRDs, a ServiceAccount, a ClusterRole bound to it (modules are arbitrary charts: the operator
-needs what they need, so the role is wide; narrow it for a known module set), and a one-replica
-Deployment running `reconciler operator run` with metrics on port 8080. No image is built here:
-docs/operator.md says how.
+They are the Helm chart's (`deploy/chart`, docs/deploy.md) with only the operator enabled, so
+`reconciler operator deploy`, `helm install` and `reconciler deploy --workspace deploy` give the
+operator one and the same ServiceAccount, ClusterRole (every verb named, no wildcard: what the
+operator uses plus the chart's default `operator.moduleRules`), binding and one-replica
+Deployment running `reconciler operator run` in-cluster with metrics on port 8080. The image is
+`make image`'s.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from reconciler.charts.render import SdkRenderer
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.crds import all_crds
 from reconciler.operator.install import install_crds
 from reconciler.operator.resources import FIELD_MANAGER
-from reconciler.version import __version__
+from reconciler.paths import deploy_chart
 
-NAME = "reconciler-operator"
+RELEASE = "reconciler"
+NAME = f"{RELEASE}-operator"
 METRICS_PORT = 8080
 
 
-def _labels() -> dict[str, str]:
-    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/version": __version__}
+def chart_values(image: str) -> dict[str, Any]:
+    """The chart's values for an operator alone, running `image` (`repo[:tag]`, `repo@digest`)."""
+    repository, tag, digest = image, "", ""
+    if "@" in image:
+        repository, digest = image.split("@", 1)
+    elif ":" in image.rsplit("/", 1)[-1]:
+        repository, tag = image.rsplit(":", 1)
+    return {
+        "image": {"repository": repository, "tag": tag, "digest": digest},
+        "mothership": {"enabled": False},
+        "operator": {"enabled": True, "metrics": {"port": METRICS_PORT}},
+    }
 
 
-def operator_objects(namespace: str, image: str) -> list[dict[str, Any]]:
-    """ServiceAccount, ClusterRole, ClusterRoleBinding and Deployment, in that order."""
-    meta = {"name": NAME, "namespace": namespace, "labels": _labels()}
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": NAME, "labels": _labels()},
-            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": NAME, "labels": _labels()},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": NAME,
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
-        },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": meta,
-            "spec": {
-                "replicas": 1,
-                "strategy": {"type": "Recreate"},  # never two operators on one set of Kymas
-                "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
-                "template": {
-                    "metadata": {"labels": _labels()},
-                    "spec": {
-                        "serviceAccountName": NAME,
-                        "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
-                        "containers": [
-                            {
-                                "name": "operator",
-                                "image": image,
-                                "args": [
-                                    "operator",
-                                    "run",
-                                    "--metrics-port",
-                                    str(METRICS_PORT),
-                                ],
-                                "ports": [
-                                    {
-                                        "name": "metrics",
-                                        "containerPort": METRICS_PORT,
-                                        "protocol": "TCP",
-                                    }
-                                ],
-                                "resources": {
-                                    "requests": {"cpu": "250m", "memory": "256Mi"},
-                                    "limits": {"memory": "1Gi"},
-                                },
-                                "securityContext": {
-                                    "allowPrivilegeEscalation": False,
-                                    "readOnlyRootFilesystem": False,
-                                },
-                            }
-                        ],
-                    },
-                },
-            },
-        },
-    ]
-
-
-def all_objects(namespace: str, image: str) -> list[dict[str, Any]]:
+async def all_objects(namespace: str, image: str) -> list[dict[str, Any]]:
+    """CRDs, the namespace, then ServiceAccount, ClusterRole, ClusterRoleBinding, Deployment."""
+    rendered = await SdkRenderer().render(
+        deploy_chart(), release=RELEASE, namespace=namespace, values=chart_values(image)
+    )
+    crds = [o.raw for o in rendered if o.kind == "CustomResourceDefinition"]
+    rest = [o.raw for o in rendered if o.kind != "CustomResourceDefinition"]
     namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-    return [*all_crds(), namespace_object, *operator_objects(namespace, image)]
+    return [*crds, namespace_object, *rest]
 
 
 async def deploy(
@@ -104,11 +54,10 @@ async def deploy(
 ) -> list[str]:
     """Install (or, with `dry_run`, have the apiserver validate) everything; return what."""
     done: list[str] = []
-    if dry_run:
-        objects = all_objects(namespace, image)
-    else:
+    objects = await all_objects(namespace, image)
+    if not dry_run:  # installed and waited for: the Deployment's operator watches them at once
         done += [f"customresourcedefinition {name}" for name in await install_crds(cluster)]
-        objects = all_objects(namespace, image)[len(all_crds()) :]
+        objects = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
     for body in objects:
         live = await cluster.apply(body, dry_run=dry_run, field_manager=FIELD_MANAGER)
         done.append(f"{live.kind.lower()} {live.name}")

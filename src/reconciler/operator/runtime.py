@@ -56,10 +56,15 @@ each. A change of the Kyma itself is not delayed."""
 
 def _login_for(kubeconfig: Path | None) -> Any:
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        if kubeconfig is None:
-            return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+        # No kubeconfig: the same search as every other client here (the pod's service account
+        # with KUBERNETES_SERVICE_HOST/PORT, then $KUBECONFIG, ~/.kube/config). Not kopf's own
+        # service-account login: it names https://kubernetes.default.svc, which needs cluster
+        # DNS. Called again on 401, so a rotated token file is read anew.
         config = load_kubeconfig(kubeconfig)
         cluster, user = config.cluster, config.user or User()
+        token = user.token
+        if user.token_file:  # a service account's (or kubeconfig `tokenFile`): rotated on disk
+            token = Path(user.token_file).read_text().strip()
         return kopf.ConnectionInfo(
             server=cluster.server,
             ca_data=cluster.certificate_auth_data,
@@ -69,8 +74,8 @@ def _login_for(kubeconfig: Path | None) -> Any:
             certificate_path=user.client_cert,
             private_key_data=user.client_key_data,
             private_key_path=user.client_key,
-            token=user.token,
-            scheme="Bearer" if user.token else None,
+            token=token,
+            scheme="Bearer" if token else None,
         )
 
     return login

@@ -1,0 +1,195 @@
+"""deploy/chart: renders for a matrix of values, every object passes the test-bed apiserver's
+server-side dry run, bad values fail before anything is applied, Helm renders what the project's
+renderer renders, and `reconciler deploy --workspace deploy` installs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reconciler.charts.render import Capabilities, CliRenderer
+from reconciler.charts.workspace import Workspace
+from reconciler.errors import ChartError
+from reconciler.kube.cluster import Cluster
+from reconciler.operator.crds import all_crds
+from tests.cli.test_deploy_cli import invoke_async
+from tests.conftest import KubeTarget
+from tests.deploy.chart import (
+    CHART,
+    EVERYTHING,
+    KUBE_VERSION,
+    MINIMAL,
+    REPO,
+    SECRETS,
+    by_kind,
+    merged,
+    render,
+)
+
+MATRIX: dict[str, dict[str, Any]] = {
+    "defaults and static tokens (SQLite, one replica)": MINIMAL,
+    "PostgreSQL and a shared key, 3 replicas": {
+        **SECRETS,
+        "mothership": {**SECRETS["mothership"], "replicas": 3},
+    },
+    "everything on": EVERYTHING,
+    "operator only": {"mothership": {"enabled": False}, "operator": {"enabled": True}},
+    "static tokens, TLS, no PDB, no metrics port": {
+        "mothership": {
+            "auth": {"mode": "static", "tokensSecret": "tokens"},
+            "tls": {"enabled": True, "secretName": "tls"},
+            "podDisruptionBudget": {"enabled": False},
+            "metrics": {"enabled": False},
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("values", MATRIX.values(), ids=MATRIX.keys())
+async def test_every_rendered_object_passes_a_server_side_dry_run(
+    kube_cluster: KubeTarget, namespace: str, values: dict[str, Any]
+) -> None:
+    objects = await render(values, namespace=namespace, release=f"r-{namespace[-6:]}")
+    assert objects
+    async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
+        for obj in objects:
+            await cluster.apply(obj, dry_run=True)
+
+
+async def test_every_container_runs_non_root_on_a_read_only_root() -> None:
+    for deployment in by_kind(await render(EVERYTHING), "Deployment"):
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        mounts = {v["name"] for v in pod["volumes"]}
+        assert {"tmp", "cache"} <= mounts
+        for container in pod["containers"]:
+            context = container["securityContext"]
+            assert context["readOnlyRootFilesystem"] is True
+            assert context["allowPrivilegeEscalation"] is False
+            assert context["capabilities"]["drop"] == ["ALL"]
+
+
+async def test_secrets_reach_the_mothership_as_references_never_as_values() -> None:
+    objects = await render(EVERYTHING)
+    mothership = next(
+        d for d in by_kind(objects, "Deployment") if d["metadata"]["name"].endswith("mothership")
+    )
+    container = mothership["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["RECONCILER_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "reconciler-db",
+        "key": "url",
+    }
+    assert env["RECONCILER_ENCRYPTION_KEY_FILE"]["value"] == "/etc/reconciler/encryption/key"
+    assert env["RECONCILER_INVOKER"]["value"] == "remote"
+    assert "--cert-file=/etc/reconciler/tls/tls.crt" in container["args"]
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        assert container[probe]["httpGet"]["path"].startswith("/health/")
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS"
+    assert not by_kind(objects, "Secret")  # the chart makes none: the operator provides them
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"mothership": {"replicass": 2}}, "additional properties 'replicass' not allowed"),
+        ({"mothership": {"auth": {"mode": "tokens"}}}, "/mothership/auth/mode"),
+        (
+            {
+                "operator": {
+                    "moduleRules": [{"apiGroups": ["*"], "resources": ["a"], "verbs": ["get"]}]
+                }
+            },
+            "/operator/moduleRules/0/apiGroups/0",
+        ),
+        (
+            {
+                "operator": {
+                    "moduleRules": [{"apiGroups": [""], "resources": ["a"], "verbs": ["*"]}]
+                }
+            },
+            "/operator/moduleRules/0/verbs/0",
+        ),
+        ({}, "mothership: no API authentication"),
+        (
+            merged(MINIMAL, {"mothership": {"replicas": 2}}),
+            "more than one replica needs PostgreSQL",
+        ),
+        (
+            merged(MINIMAL, {"mothership": {"database": {"existingSecret": "db"}}}),
+            "encryption.existingSecret",
+        ),
+        (merged(MINIMAL, {"mothership": {"tls": {"enabled": True}}}), "tls.secretName"),
+        (
+            {**MINIMAL, "componentReconcilers": {"enabled": True}},
+            "componentReconcilers.tokenSecret",
+        ),
+    ],
+)
+async def test_bad_values_fail_the_render_naming_the_value(
+    values: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ChartError, match=message.replace(".", r"\.")):
+        await render(values)
+
+
+async def test_helm_renders_the_same_objects_as_the_project() -> None:
+    ours = await render(EVERYTHING)
+    helms = await CliRenderer().render(
+        CHART,
+        release="reconciler",
+        namespace="reconciler-system",
+        values=EVERYTHING,
+        capabilities=Capabilities(kube_version=KUBE_VERSION),
+    )
+    assert sorted(o.raw.__repr__() for o in helms) == sorted(o.raw.__repr__() for o in ours)
+
+
+def test_chart_crds_are_the_operators() -> None:
+    shipped = list(
+        yaml.safe_load_all((CHART / "crds" / "operator.kyma-project.io.yaml").read_text())
+    )
+    assert shipped == all_crds()
+
+
+def test_deploy_directory_is_a_workspace_naming_the_chart() -> None:
+    workspace = Workspace(REPO / "deploy")
+    components = workspace.component_set().components
+    assert [c.name for c in components] == ["reconciler"]
+    assert Path(workspace.chart_source(components[0])) == CHART
+
+
+async def test_reconciler_deploy_installs_the_chart_from_the_deploy_workspace(
+    kube_cluster: KubeTarget, namespace: str, tmp_path: Path
+) -> None:
+    components = tmp_path / "components.yaml"
+    components.write_text(
+        yaml.safe_dump(
+            {"defaultNamespace": namespace, "components": [{"name": "reconciler", "url": "chart"}]}
+        )
+    )
+    result = await invoke_async(
+        "deploy",
+        "--kubeconfig", str(kube_cluster.kubeconfig),
+        "--workspace", str(REPO / "deploy"),
+        "--components", str(components),
+        "-c", "reconciler",
+        "--value", "reconciler.image.repository=registry.example/reconciler",
+        "--value", "reconciler.mothership.auth.tokensSecret=reconciler-tokens",
+        "--no-wait",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
+        deployment = await cluster.get(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "reconciler-mothership", "namespace": namespace},
+            }
+        )
+    assert deployment is not None
+    image = deployment.raw["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == "registry.example/reconciler:0.1.0"
