@@ -35,6 +35,7 @@ from reconciler.mothership.engine import Engine
 from reconciler.mothership.invoker import InProcessInvoker, Invoker
 from reconciler.mothership.planner import Planner
 from tests.api.console.browser import ServedConsole, served_console
+from tests.api.console.kyma_objects import create_kyma_objects
 from tests.api.support import Tokens, cluster_body
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
@@ -78,12 +79,13 @@ class World:
     tokens: Tokens
     kubeconfig: str
     bodies: dict[str, Any]
+    namespace: str
 
 
 @pytest.fixture(scope="module")
 def world(kube_cluster: KubeTarget, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """A served mothership with `rt-good` (ready) and `rt-stuck` (a Deployment nobody runs:
-    failed, blocked by it) on the test bed."""
+    failed, blocked by it) on the test bed, and its console pointed at a Kyma there."""
     directory = tmp_path_factory.mktemp("console")
     tokens = Tokens.write(directory)
     namespace = f"console-{uuid.uuid4().hex[:6]}"
@@ -94,7 +96,7 @@ def world(kube_cluster: KubeTarget, tmp_path_factory: pytest.TempPathFactory) ->
         "rt-good": body("rt-good", kubeconfig, good, namespace, greeting="hello"),
         "rt-stuck": body("rt-stuck", kubeconfig, stuck, namespace),
     }
-    settings = ApiSettings(tokens_file=tokens.path)
+    settings = ApiSettings(tokens_file=tokens.path, console_kubeconfig=kube_cluster.kubeconfig)
     with served_console(
         directory, settings, invoker=in_process(directory / "cache"), max_retries=1
     ) as served:
@@ -106,10 +108,11 @@ def world(kube_cluster: KubeTarget, tmp_path_factory: pytest.TempPathFactory) ->
                 )
             for data in bodies.values():
                 await engine.service.upsert_cluster(spec_of(data))
+            await create_kyma_objects(kube_cluster.kubeconfig, namespace)
 
         served.call(setup)
         try:
-            yield World(served, tokens, kubeconfig, bodies)
+            yield World(served, tokens, kubeconfig, bodies, namespace)
         finally:
 
             async def cleanup(_: Engine) -> None:
@@ -221,7 +224,9 @@ def test_an_admin_finds_the_blocked_component_disables_enables_and_rolls_back(
     assert page.evaluate("() => sessionStorage.length") == 0
 
 
-def test_a_viewer_sees_no_action_and_the_api_refuses_one(world: World, browser: Browser) -> None:
+def test_a_viewer_sees_no_action_the_api_refuses_one_and_the_kyma_view_reads(
+    world: World, browser: Browser
+) -> None:
     served, tokens = world.served, world.tokens
     token = tokens.by_role[Role.VIEWER]
     page = sign_in(browser, served.url, token, start="/ui/clusters/rt-good")
@@ -237,6 +242,12 @@ def test_a_viewer_sees_no_action_and_the_api_refuses_one(world: World, browser: 
         token,
     )
     assert refused == 403
+
+    page.get_by_role("link", name="Kyma modules").click()
+    manifests = page.locator("#kyma tr", has_text=f"{world.namespace}/kyma-console-")
+    expect(manifests.filter(has_text="eventing")).to_contain_text("Error")
+    expect(manifests.filter(has_text="serverless")).to_contain_text("Ready")
+    shot(page, "kyma")
 
 
 async def _first_config(engine: Engine, runtime_id: str) -> int:

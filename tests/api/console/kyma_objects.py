@@ -1,0 +1,67 @@
+"""Operator-mode objects for the console's Kyma view: the operator's CRDs, one Kyma with two
+modules (one Ready, one Error) in its status, and their Manifests, as the operator would leave
+them (no operator runs: the statuses are written through the status subresource)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reconciler.kube.cluster import Cluster
+from reconciler.operator.install import install_crds
+from reconciler.operator.resources import API_VERSION, MODULE_NAME
+
+MODULES = {"serverless": ("Ready", "1.4.0", ""), "eventing": ("Error", "2.1.0", "nats: 0/1 ready")}
+
+
+async def create_kyma_objects(kubeconfig: Path, namespace: str) -> None:
+    async with await Cluster.connect(kubeconfig) as cluster:
+        await install_crds(cluster)
+        client = cluster.client
+        base = f"/apis/{API_VERSION}/namespaces/{namespace}"
+        kyma = {
+            "apiVersion": API_VERSION,
+            "kind": "Kyma",
+            "metadata": {"name": "kyma-console", "namespace": namespace},
+            "spec": {"channel": "regular", "modules": [{"name": name} for name in MODULES]},
+        }
+        created = await client.request("POST", f"{base}/kymas", body=kyma)
+        created["status"] = {
+            "state": "Error",
+            "activeChannel": "regular",
+            "modules": [
+                {"name": name, "state": state, "version": version, "channel": "regular"}
+                | ({"message": message} if message else {})
+                for name, (state, version, message) in MODULES.items()
+            ],
+        }
+        await client.request("PUT", f"{base}/kymas/kyma-console/status", body=created)
+        for name, (state, version, message) in MODULES.items():
+            manifest = {
+                "apiVersion": API_VERSION,
+                "kind": "Manifest",
+                "metadata": {
+                    "name": f"kyma-console-{name}",
+                    "namespace": namespace,
+                    "labels": {MODULE_NAME: name},
+                },
+                "spec": {
+                    "remote": True,
+                    "version": version,
+                    "install": {"name": name, "source": {"type": "helm-chart", "url": "x"}},
+                },
+            }
+            made = await client.request("POST", f"{base}/manifests", body=manifest)
+            made["status"] = {"state": state} | (
+                {"conditions": [_condition(message)]} if message else {}
+            )
+            await client.request("PUT", f"{base}/manifests/kyma-console-{name}/status", body=made)
+
+
+def _condition(message: str) -> dict[str, str]:
+    return {
+        "type": "Installation",
+        "status": "False",
+        "reason": "Failed",
+        "message": message,
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
