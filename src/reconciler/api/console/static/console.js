@@ -81,6 +81,7 @@
 
   function act(button) {
     var runtime = button.dataset.runtime, request;
+    if (button.getAttribute("aria-disabled") === "true") { return; }
     if (button.dataset.action === "status") {
       request = fetch("/v1/clusters/" + encodeURIComponent(runtime) + "/status", {
         method: "PUT",
@@ -95,7 +96,9 @@
         headers: { Authorization: "Bearer " + token() }
       });
     }
-    button.disabled = true;
+    // aria-disabled, not disabled: a disabled button drops the keyboard focus, which the
+    // live update would then not give back to the button that replaces it
+    button.setAttribute("aria-disabled", "true");
     request.then(function (response) {
       if (response.status === 401) { signin(); return; }
       return response.json().then(function (body) {
@@ -105,7 +108,7 @@
       });
     }).catch(function (exc) {
       notice(button.textContent.trim() + " refused: " + exc.message, true);
-    }).finally(function () { button.disabled = false; });
+    }).finally(function () { button.removeAttribute("aria-disabled"); });
   }
 
   document.addEventListener("click", function (event) {
