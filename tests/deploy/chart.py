@@ -37,6 +37,7 @@ EVERYTHING: dict[str, Any] = {
     "componentReconcilers": {"enabled": True, "tokenSecret": "reconciler-token",
                              "components": ["istio", "serverless"]},
     "operator": {"enabled": True, "watchNamespace": "kyma-system"},
+    "infrastructureManager": {"enabled": True, "gardenKubeconfigSecret": "garden"},
 }  # fmt: skip
 
 

@@ -13,6 +13,7 @@ import yaml
 from reconciler.charts.render import Capabilities, CliRenderer
 from reconciler.charts.workspace import Workspace
 from reconciler.errors import ChartError
+from reconciler.infra.crds import all_crds as infra_crds
 from reconciler.kube.cluster import Cluster
 from reconciler.operator.crds import all_crds
 from tests.cli.test_deploy_cli import invoke_async
@@ -37,6 +38,10 @@ MATRIX: dict[str, dict[str, Any]] = {
     },
     "everything on": EVERYTHING,
     "operator only": {"mothership": {"enabled": False}, "operator": {"enabled": True}},
+    "infrastructure manager only": {
+        "mothership": {"enabled": False},
+        "infrastructureManager": {"enabled": True, "gardenKubeconfigSecret": "garden"},
+    },
     "static tokens, TLS, no PDB, no metrics port": {
         "mothership": {
             "auth": {"mode": "static", "tokensSecret": "tokens"},
@@ -127,6 +132,10 @@ async def test_secrets_reach_the_mothership_as_references_never_as_values() -> N
             {**MINIMAL, "componentReconcilers": {"enabled": True}},
             "componentReconcilers.tokenSecret",
         ),
+        (
+            {**MINIMAL, "infrastructureManager": {"enabled": True}},
+            "infrastructureManager.gardenKubeconfigSecret",
+        ),
     ],
 )
 async def test_bad_values_fail_the_render_naming_the_value(
@@ -148,11 +157,13 @@ async def test_helm_renders_the_same_objects_as_the_project() -> None:
     assert sorted(o.raw.__repr__() for o in helms) == sorted(o.raw.__repr__() for o in ours)
 
 
-def test_chart_crds_are_the_operators() -> None:
-    shipped = list(
-        yaml.safe_load_all((CHART / "crds" / "operator.kyma-project.io.yaml").read_text())
-    )
-    assert shipped == all_crds()
+def test_chart_crds_are_the_operators_and_the_infrastructure_managers() -> None:
+    """Generated from the models (`reconciler operator|infra install-crds --print`): kept equal."""
+    crds = CHART / "crds"
+    operator = list(yaml.safe_load_all((crds / "operator.kyma-project.io.yaml").read_text()))
+    assert operator == all_crds()
+    infra = (crds / "infrastructuremanager.kyma-project.io.yaml").read_text()
+    assert list(yaml.safe_load_all(infra)) == infra_crds()
 
 
 def test_deploy_directory_is_a_workspace_naming_the_chart() -> None:

@@ -29,12 +29,15 @@ import yaml
 
 from reconciler.devcluster.ports import free_ports
 from reconciler.devcluster.processes import tied_to_parent
+from reconciler.infra.install import install_crds as install_infra_crds
 from reconciler.kube.cluster import Cluster
 from reconciler.operator.install import install_crds
 from reconciler.operator.resources import SYNC
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.deploy.chart import CHART, render
+from tests.infra import samples
+from tests.infra.conftest import Garden
 from tests.operator import modules
 from tests.operator.conftest import World
 
@@ -106,20 +109,24 @@ async def in_pod(
             await asyncio.wait_for(process.wait(), 60)
 
 
-async def operator_role(cluster: Cluster, namespace: str, release: str) -> str:
-    """The chart's operator ServiceAccount, ClusterRole and binding, applied; the account's name.
-    Its module rules: the chart's defaults plus the test modules' own kind."""
-    defaults = yaml.safe_load((CHART / "values.yaml").read_text())["operator"]["moduleRules"]
-    own = {"apiGroups": [modules.CRD_GROUP], "resources": ["gammas"], "verbs": ["get", "list",
-           "watch", "create", "update", "patch", "delete"]}  # fmt: skip
-    values = {"mothership": {"enabled": False}, "operator": {"enabled": True,
-              "moduleRules": [*defaults, own]}}  # fmt: skip
+async def chart_role(cluster: Cluster, namespace: str, release: str, values: dict[str, Any]) -> str:
+    """The ServiceAccount, ClusterRole and binding of the one role `values` enable, applied as
+    the chart renders them; the account's name."""
     account = ""
+    values = {"mothership": {"enabled": False}, **values}
     for obj in await render(values, namespace=namespace, release=release):
         if obj.kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
             await cluster.apply(obj)
             account = obj.name if obj.kind == "ServiceAccount" else account
     return account
+
+
+def operator_values() -> dict[str, Any]:
+    """The operator with the chart's default module rules plus the test modules' own kind."""
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())["operator"]["moduleRules"]
+    verbs = ["get", "list", "watch", "create", "update", "patch", "delete"]
+    own = {"apiGroups": [modules.CRD_GROUP], "resources": ["gammas"], "verbs": verbs}
+    return {"operator": {"enabled": True, "moduleRules": [*defaults, own]}}
 
 
 async def remove_cluster_role(cluster: Cluster, name: str) -> None:
@@ -137,7 +144,7 @@ async def test_operator_reconciles_a_kyma_with_the_pods_service_account_and_the_
     env |= {"RECONCILER_OPERATOR_BUSY_INTERVAL": "0.5", "RECONCILER_OPERATOR_ERROR_INTERVAL": "0.5"}
     async with await Cluster.connect(kube_cluster.kubeconfig) as control:
         await install_crds(control)
-        account = await operator_role(control, namespace, release)
+        account = await chart_role(control, namespace, release, operator_values())
         try:
             await service_account(control, namespace, account, run_dir)
             world = World(control, control, kube_cluster.kubeconfig, namespace, tmp_path)
@@ -197,3 +204,45 @@ async def test_services_get_ready_in_a_pod_environment_without_a_kubeconfig(
                 return None
 
         await poll_until(ready, timeout=90, what=f"{role[0]} ready", interval=0.2)
+
+
+@pytest.mark.slow
+async def test_infrastructure_manager_provisions_a_runtime_with_the_pods_service_account(
+    kube_cluster: KubeTarget, namespace: str, garden: Garden, tmp_path: Path
+) -> None:
+    release = f"im-{namespace[-6:]}"
+    run_dir = tmp_path / "run"
+    env = pod_environment(kube_cluster.kubeconfig, run_dir, tmp_path / "home")
+    env |= {
+        "RECONCILER_INFRA_GARDENER_PROJECT": garden.project,
+        "RECONCILER_INFRA_POLL_INTERVAL": "0.2",
+        "RECONCILER_INFRA_ERROR_INTERVAL": "0.2",
+        "RECONCILER_INFRA_ERROR_MAX_INTERVAL": "1",
+    }
+    values = {"infrastructureManager": {"enabled": True, "gardenKubeconfigSecret": "garden"}}
+    async with await Cluster.connect(kube_cluster.kubeconfig) as kcp:
+        await install_infra_crds(kcp)
+        account = await chart_role(kcp, namespace, release, values)
+        try:
+            await service_account(kcp, namespace, account, run_dir)
+            await kcp.apply(samples.runtime("rt-a", namespace, shoot="shoot-a"))
+            args = ("infra", "run", "--namespace", namespace)
+            garden_kubeconfig = ("--garden-kubeconfig", str(garden.kubeconfig))
+            async with in_pod(run_dir, env, *args, *garden_kubeconfig) as manager:
+
+                async def ready() -> bool | None:
+                    if manager.returncode is not None:
+                        _, errors = await manager.communicate()
+                        raise AssertionError(errors.decode()[-3000:])
+                    runtime = await kcp.get(samples.runtime("rt-a", namespace))
+                    status = (runtime.raw.get("status") or {}) if runtime else {}
+                    return status.get("state") == "Ready" or None
+
+                try:
+                    await poll_until(ready, timeout=120, what="Runtime rt-a Ready", interval=0.2)
+                except Exception:
+                    manager.terminate()
+                    _, errors = await manager.communicate()
+                    raise AssertionError(errors.decode()[-3000:]) from None
+        finally:
+            await remove_cluster_role(kcp, f"{release}-reconciler-infra")

@@ -44,6 +44,17 @@ MODULE_DEFAULTS = {
 }
 
 
+IM = "infrastructuremanager.kyma-project.io"
+NO_CREATE = ("get", "list", "watch", "update", "patch")
+INFRA = {
+    (IM, "runtimes"): NO_CREATE,
+    (IM, "runtimes/status"): NO_CREATE,
+    (IM, "gardenerclusters"): CRUD,
+    (IM, "gardenerclusters/status"): CRUD,
+    ("", "secrets"): CRUD,
+}
+
+
 def grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
     """(group, resource) -> verbs, over every rule."""
     found: dict[tuple[str, str], set[str]] = {}
@@ -87,6 +98,7 @@ async def test_each_role_gets_exactly_the_verbs_listed_and_no_wildcard() -> None
         "reconciler-mothership",
         "reconciler-component",
         "reconciler-operator",
+        "reconciler-infra",
     }
     for quiet in ("reconciler-mothership", "reconciler-component"):
         assert quiet not in bound
@@ -94,6 +106,9 @@ async def test_each_role_gets_exactly_the_verbs_listed_and_no_wildcard() -> None
     operator_rules = roles[bound["reconciler-operator"]]["rules"]
     assert wildcards(operator_rules) == []
     assert grants(operator_rules) == expected(OPERATOR_OWN, MODULE_DEFAULTS)
+    infra_rules = roles[bound["reconciler-infra"]]["rules"]
+    assert wildcards(infra_rules) == []
+    assert grants(infra_rules) == expected(INFRA)
 
 
 async def test_module_rules_replace_the_defaults() -> None:

@@ -62,8 +62,11 @@ def run(
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
     metrics_port: Annotated[
-        int | None, typer.Option(help="Serve Prometheus metrics on this port (127.0.0.1).")
+        int | None, typer.Option(help="Serve Prometheus metrics on this port.")
     ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(help="Address of the metrics port (0.0.0.0 in a pod).")
+    ] = "127.0.0.1",
 ) -> None:
     """Turn Runtimes into Shoots and kubeconfig Secrets until SIGTERM/SIGINT.
     Settings: RECONCILER_INFRA_* (project, rate limit, workers, kubeconfig validity)."""
@@ -83,7 +86,7 @@ def run(
         async with await Cluster.connect(kubeconfig) as cluster, garden:
             manager = InfraManager(cluster, garden, settings)
             if metrics_port is not None:
-                start_http_server(metrics_port, "127.0.0.1", registry=manager.metrics.registry)
+                start_http_server(metrics_port, metrics_host, registry=manager.metrics.registry)
             await manager.run(namespace=namespace, stop=stop)
 
     with failures():
