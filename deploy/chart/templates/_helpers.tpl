@@ -85,3 +85,40 @@ affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
+
+{{/* A role's ServiceAccount: call with (list $ name component automount). */}}
+{{- define "reconciler.serviceAccount" -}}
+{{- $root := index . 0 -}}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ index . 1 }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "reconciler.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ index . 2 }}
+{{- if not (index . 3) }}
+automountServiceAccountToken: false
+{{- end }}
+{{- end -}}
+
+{{/* The binding of a role's ClusterRole to its ServiceAccount (both named `name`): call with
+(list $ name component). */}}
+{{- define "reconciler.clusterRoleBinding" -}}
+{{- $root := index . 0 -}}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ index . 1 }}
+  labels:
+    {{- include "reconciler.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ index . 2 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ index . 1 }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ index . 1 }}
+    namespace: {{ $root.Release.Namespace }}
+{{- end -}}
