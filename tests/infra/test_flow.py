@@ -232,4 +232,19 @@ async def test_kubeconfigs_rotate_at_60_percent_of_validity_and_on_the_force_ann
         },
         content_type="application/merge-patch+json",
     )
-    await poll_until(lambda: rotated_from(second), timeout=60, what="forced rotation")
+    third = await poll_until(lambda: rotated_from(second), timeout=60, what="forced rotation")
+
+    await world.kcp.client.request(  # someone empties the Secret: it is written anew
+        "PATCH",
+        f"/api/v1/namespaces/{world.namespace}/secrets/{secret_name('rt-r')}",
+        body={"data": {"config": None}},
+        content_type="application/merge-patch+json",
+    )
+    await poke("3")
+
+    async def rewritten() -> dict[str, Any] | None:
+        now = await secret(world, "rt-r")
+        return now if now and (now.get("data") or {}).get("config") else None
+
+    fourth = await poll_until(rewritten, timeout=60, what="an emptied Secret rewritten")
+    assert fourth["data"] != third["data"]

@@ -44,8 +44,6 @@ from reconciler.observability.logging import get_logger
 from reconciler.util.clock import Clock, utcnow
 
 Body = dict[str, Any]
-READY_INTERVAL = 600.0
-"""A Ready Runtime is looked at again after this long at the latest (sooner to rotate)."""
 
 
 @dataclass
@@ -225,7 +223,8 @@ class RuntimeMachine:
         secret, cluster = await self.kubeconfigs.read(run.runtime)
         now = self.clock()
         due = rotation_due(secret, now, self.settings.rotation_ratio, run.runtime, cluster)
-        if due is not None and due <= now:
+        unreadable = not ((secret or {}).get("data") or {}).get("config")
+        if unreadable or (due is not None and due <= now):
             seconds = int(self.settings.kubeconfig_validity)
             kubeconfig, expires = await self.gardener.admin_kubeconfig(run.spec.shoot.name, seconds)
             await self.kubeconfigs.write(run.runtime, run.spec.shoot.name, kubeconfig, now, expires)
@@ -303,7 +302,7 @@ class RuntimeMachine:
             ok=True,
             completed=True,
         )
-        wait = READY_INTERVAL
+        wait = self.settings.ready_interval
         if run.rotate_at is not None:
             wait = min(wait, max((run.rotate_at - self.clock()).total_seconds(), 0.0))
         return Stop(State.READY, wait)

@@ -22,6 +22,9 @@ class InfraSettings(BaseSettings):
     """Share of its validity after which a kubeconfig is replaced."""
     poll_interval: float = Field(default=5.0, gt=0)
     """Seconds between looks at a Shoot Gardener is working on."""
+    ready_interval: float = Field(default=1800.0, gt=0)
+    """Seconds until a Ready Runtime is looked at again (sooner when its kubeconfig is due). Each
+    look is one Gardener request: 5,000 Runtimes every 30 min are 2.8 of the 5 requests/s."""
     error_interval: float = Field(default=2.0, gt=0)
     """First retry after a retryable error; doubled per failure up to `error_max_interval`."""
     error_max_interval: float = Field(default=60.0, gt=0)
