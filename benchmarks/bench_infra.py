@@ -93,30 +93,31 @@ async def _phase(
     manager = InfraManager(control, garden, settings)
     stop, ready = asyncio.Event(), asyncio.Event()
     running = asyncio.create_task(manager.run(namespace=namespace, stop=stop, ready=ready))
-    await ready.wait()
-    cpu_before, started = benchlib.self_cpu_seconds(), time.monotonic()
-    gate = asyncio.Semaphore(16)
+    try:
+        await ready.wait()
+        cpu_before, started = benchlib.self_cpu_seconds(), time.monotonic()
+        gate = asyncio.Semaphore(16)
 
-    async def create(i: int) -> None:
-        async with gate:
-            await control.apply(_runtime(f"r{i}", namespace))
+        async def create(i: int) -> None:
+            async with gate:
+                await control.apply(_runtime(f"r{i}", namespace))
 
-    await asyncio.gather(*(create(i) for i in range(count)))
-    requests: list[tuple[float, float]] = []  # (time, Gardener requests so far)
+        await asyncio.gather(*(create(i) for i in range(count)))
+        requests: list[tuple[float, float]] = []  # (time, Gardener requests so far)
 
-    async def all_ready() -> bool:
-        total = _requests(manager)
-        requests.append((time.monotonic(), total))
-        return await _ready(control, namespace) == count
+        async def all_ready() -> bool:
+            requests.append((time.monotonic(), _requests(manager)))
+            return await _ready(control, namespace) == count
 
-    await poll_until(
-        all_ready, timeout=7200, what=f"{count} Runtimes Ready", interval=1.0, max_interval=1.0
-    )
-    wall = time.monotonic() - started
-    cpu = benchlib.self_cpu_seconds() - cpu_before
-    stop.set()
-    await running
-    await garden.aclose()
+        await poll_until(
+            all_ready, timeout=7200, what=f"{count} Runtimes Ready", interval=1.0, max_interval=1.0
+        )
+        wall = time.monotonic() - started
+        cpu = benchlib.self_cpu_seconds() - cpu_before
+    finally:  # also when cancelled: the manager must not outlive the clusters
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        await garden.aclose()
     total = _requests(manager)
     result: dict[str, Any] = {
         "runtimes": count,

@@ -1,7 +1,6 @@
 """The manager's side of the control plane: Runtimes (status, finalizer), and per Runtime its
 `GardenerCluster` and kubeconfig Secret `kubeconfig-<runtimeID>` (key `config`, labelled as KIM
-labels it, so operator mode finds it by `operator.kyma-project.io/kyma-name`), plus one cached
-connection per shoot, replaced when its kubeconfig changes.
+labels it, so operator mode finds it by `operator.kyma-project.io/kyma-name`).
 
 A new Secret is written before anything uses the new kubeconfig, and the old one stays valid
 until it expires: a rotation never leaves a reader without working credentials. Kubeconfigs
@@ -12,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import hashlib
 from typing import Any
 
 from reconciler.infra.resources import (
@@ -76,7 +74,6 @@ def _ref(kind: str, namespace: str, name: str, api_version: str = API_VERSION) -
 class Kubeconfigs:
     def __init__(self, kcp: Cluster) -> None:
         self.kcp = kcp
-        self._shoots: dict[tuple[str, str], tuple[str, Cluster]] = {}
 
     async def get_runtime(self, namespace: str, name: str) -> Body | None:
         live = await self.kcp.get(_ref("Runtime", namespace, name))
@@ -148,25 +145,3 @@ class Kubeconfigs:
         namespace, name = runtime["metadata"]["namespace"], runtime["metadata"]["name"]
         await self.kcp.delete(_ref("Secret", namespace, secret_name(name), "v1"))
         await self.kcp.delete(_ref("GardenerCluster", namespace, name))
-        await self.evict(namespace, name)
-
-    async def shoot_cluster(self, runtime: Body, kubeconfig: str) -> Cluster:
-        """A connection to the Runtime's shoot, reused while the kubeconfig stays the same."""
-        key = (runtime["metadata"]["namespace"], runtime["metadata"]["name"])
-        digest = hashlib.sha256(kubeconfig.encode()).hexdigest()
-        cached = self._shoots.get(key)
-        if cached is not None and cached[0] == digest:
-            return cached[1]
-        await self.evict(*key)
-        cluster = await Cluster.connect(kubeconfig, text=True)
-        self._shoots[key] = (digest, cluster)
-        return cluster
-
-    async def evict(self, namespace: str, name: str) -> None:
-        cached = self._shoots.pop((namespace, name), None)
-        if cached is not None:
-            await cached[1].aclose()
-
-    async def aclose(self) -> None:
-        for key in list(self._shoots):
-            await self.evict(*key)

@@ -37,7 +37,7 @@ from reconciler.infra.states import (
     set_condition,
     shoot_progress,
 )
-from reconciler.kube.client import KubeApiError
+from reconciler.kube.client import KubeApiError, KubeClient
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.workqueue import Backoff
 from reconciler.observability.logging import get_logger
@@ -54,6 +54,9 @@ class Pass:
     spec: RuntimeSpec | None = None
     shoot: Body | None = None
     kubeconfig: str | None = None
+    shoot_client: KubeClient | None = None
+    """Opened for the shoot's configuration, closed at the end of the pass (a connection per
+    Runtime kept open would hold thousands of sockets)."""
     rotated: bool = False
     rotate_at: dt.datetime | None = None
     conditions: list[Body] = field(default_factory=list)
@@ -112,9 +115,6 @@ class RuntimeMachine:
             Step.REMOVE_FINALIZER: self._remove_finalizer,
         }
 
-    async def aclose(self) -> None:
-        await self.kubeconfigs.aclose()
-
     async def handle(self, namespace: str, name: str) -> float | None:
         runtime = await self.kubeconfigs.get_runtime(namespace, name)
         if runtime is None:
@@ -124,6 +124,14 @@ class RuntimeMachine:
         run = Pass(runtime, conditions=list((runtime.get("status") or {}).get("conditions") or []))
         log = get_logger(runtime=name, namespace=namespace)
         step: Step = Step.TAKE_SNAPSHOT
+        try:
+            return await self._walk(run, step, log)
+        finally:
+            if run.shoot_client is not None:
+                await run.shoot_client.aclose()
+
+    async def _walk(self, run: Pass, step: Step, log: Any) -> float | None:
+        namespace, name = run.namespace, run.name
         try:
             while True:
                 result = await self._steps[step](run)
@@ -258,12 +266,18 @@ class RuntimeMachine:
             for c in run.conditions
         )
 
+    @staticmethod
+    def _shoot(run: Pass) -> KubeClient:
+        if run.shoot_client is None:
+            assert run.kubeconfig is not None
+            run.shoot_client = KubeClient.from_kubeconfig(run.kubeconfig, text=True, pool=2)
+        return run.shoot_client
+
     async def _oidc(self, run: Pass) -> Step:
         assert run.spec is not None
         assert run.kubeconfig is not None
         if not self._configured(run, ConditionType.OIDC_CONFIGURED):
-            shoot = await self.kubeconfigs.shoot_cluster(run.runtime, run.kubeconfig)
-            count = await configure_oidc(shoot, run.spec)
+            count = await configure_oidc(self._shoot(run), run.spec)
             run.conditions = set_condition(
                 run.conditions,
                 ConditionType.OIDC_CONFIGURED,
@@ -279,8 +293,7 @@ class RuntimeMachine:
         assert run.spec is not None
         assert run.kubeconfig is not None
         if not self._configured(run, ConditionType.CONFIGURED):
-            shoot = await self.kubeconfigs.shoot_cluster(run.runtime, run.kubeconfig)
-            await configure_administrators(shoot, run.spec.security.administrators)
+            await configure_administrators(self._shoot(run), run.spec.security.administrators)
             run.conditions = set_condition(
                 run.conditions,
                 ConditionType.CONFIGURED,

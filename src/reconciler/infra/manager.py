@@ -127,6 +127,5 @@ class InfraManager:
             for task in tasks:
                 task.cancel()
             results = await asyncio.gather(*tasks, return_exceptions=True)
-            await self.machine.aclose()
         if isinstance(results[0], Exception):
             raise results[0]
