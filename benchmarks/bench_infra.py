@@ -72,12 +72,18 @@ def _runtime(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
-async def _ready(control: Cluster, namespace: str) -> int:
-    info = await control.mapper.resolve(API_VERSION, "Runtime")
+def _ready(manager: InfraManager, namespace: str) -> int:
+    """Runtimes the manager has reported Ready (its metrics: listing them all every second
+    would cost this process, whose CPU is the manager's, more than the manager itself)."""
+    samples = [
+        sample for metric in manager.metrics.runtime_state.collect() for sample in metric.samples
+    ]
     return sum(
         1
-        for r in await control.list(info, namespace=namespace)
-        if (r.raw.get("status") or {}).get("state") == "Ready"
+        for sample in samples
+        if sample.labels["namespace"] == namespace
+        and sample.labels["state"] == "Ready"
+        and sample.value == 1
     )
 
 
@@ -107,7 +113,7 @@ async def _phase(
 
         async def all_ready() -> bool:
             requests.append((time.monotonic(), _requests(manager)))
-            return await _ready(control, namespace) == count
+            return _ready(manager, namespace) == count
 
         await poll_until(
             all_ready, timeout=7200, what=f"{count} Runtimes Ready", interval=1.0, max_interval=1.0
