@@ -163,8 +163,10 @@ def test_an_admin_finds_the_blocked_component_disables_enables_and_rolls_back(
     page.wait_for_url("**/ui/clusters/rt-stuck")
     status = page.locator("#cluster-status")
     row = page.locator("#runs table.ops tr", has_text="stuck-app").first
-    expect(row).to_contain_text("deployment console-", timeout=SLOW)
-    expect(row).to_contain_text("stuck-app: 0/1 replicas available")
+    blocked_by = row.locator("td.blocking")
+    expect(blocked_by).to_contain_text(
+        f"deployment {world.namespace}/stuck-app: 0/1 replicas available", timeout=SLOW
+    )
     shot(page, "cluster")
 
     # disable and enable: the status follows without a reload
