@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.live import LiveIndex, observe
+from reconciler.kube.live import LiveIndex, Observed, observe, signature
 from reconciler.kube.transform import prepare
 from reconciler.model.kube_object import KubeObject
 from tests.conftest import KubeTarget
@@ -57,3 +57,26 @@ async def test_signature_moves_when_someone_else_takes_a_field_over(
     (now,) = (await LiveIndex(shared=False).observe(cluster, [applied], "live")).values()
     assert now.resource_version != observe(applied).resource_version
     assert now.signature != observe(applied).signature
+
+
+def listed_metadata(resource_version: str, fields: dict[str, object]) -> dict[str, object]:
+    entry = {"manager": "reconciler", "operation": "Apply", "apiVersion": "v1", "fieldsV1": fields}
+    return {"uid": "u1", "resourceVersion": resource_version, "managedFields": [entry]}
+
+
+def test_an_object_whose_resource_version_did_not_move_is_not_digested() -> None:
+    """A no-op compares resourceVersions first: the fields are digested only when it moved
+    (fields that cannot be encoded would fail the digest, so passing proves it never ran)."""
+    undigestable = Observed("7", metadata=listed_metadata("7", {"f:data": object()}))
+    assert undigestable.same_as("7", "any-recorded-signature")
+    with pytest.raises(TypeError):
+        undigestable.same_as("8", "any-recorded-signature")
+
+
+def test_a_lazy_signature_equals_the_recorded_one() -> None:
+    meta = listed_metadata("7", {"f:data": {"f:a": {}}})
+    lazy = Observed("7", metadata=meta)
+    assert lazy.signature == signature(meta)
+    assert lazy == Observed("7", signature(meta))
+    assert lazy.same_as("9", signature(meta))  # moved, same fields: status writes, no drift
+    assert not Observed("9", metadata=meta).same_as("7", "another-signature")

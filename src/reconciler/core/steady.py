@@ -84,7 +84,7 @@ class SteadyState:
         moved: list[ObjectKey] = []
         for key, entry in entries.items():
             now = observed.get(key)
-            if now is None or now.signature != entry.sig:
+            if now is None or not now.same_as(entry.rv, entry.sig):
                 drifted.append(key)
             elif now.resource_version != entry.rv:
                 moved.append(key)

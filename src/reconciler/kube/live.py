@@ -26,7 +26,6 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ApplyError
@@ -45,25 +44,64 @@ Listing = dict[ObjectKey, tuple[str, "Observed"]]
 """key -> (the object's component label, its observed state)"""
 
 
-@dataclass(frozen=True)
 class Observed:
-    """An object's state as far as drift is concerned."""
+    """An object's state as far as drift is concerned.
 
-    resource_version: str
-    signature: str
+    The signature is digested on first use: a no-op run compares resourceVersions first, and
+    an object whose resourceVersion did not move cannot have another signature, so most
+    listed objects are never digested (the digest was ~30 % of a no-op's CPU per object)."""
+
+    __slots__ = ("_ours", "_signature", "resource_version")
+
+    def __init__(
+        self, resource_version: str, signature: str = "", *, metadata: dict[str, Any] | None = None
+    ) -> None:
+        self.resource_version = resource_version
+        self._signature = signature
+        self._ours = _ours(metadata) if metadata is not None else None
+
+    @property
+    def signature(self) -> str:
+        if self._ours is not None:
+            self._signature, self._ours = _digest(self._ours), None
+        return self._signature
+
+    def same_as(self, resource_version: str, signature: str) -> bool:
+        """The recorded state: the same resourceVersion (hence signature), or the same signature."""
+        return self.resource_version == resource_version or self.signature == signature
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Observed):
+            return NotImplemented
+        return (self.resource_version, self.signature) == (other.resource_version, other.signature)
+
+    def __hash__(self) -> int:
+        return hash((self.resource_version, self.signature))
+
+    def __repr__(self) -> str:
+        return f"Observed({self.resource_version!r}, {self.signature!r})"
 
 
-def signature(metadata: dict[str, Any]) -> str:
-    """Digest of the uid and of what our field manager applied (see the module docstring)."""
-    ours = [
+def _ours(metadata: dict[str, Any]) -> list[Any]:
+    """What the signature digests: the uid and our field manager's applied fields."""
+    applied = [
         [entry.get("apiVersion", ""), entry.get("fieldsV1", {})]
         for entry in metadata.get("managedFields") or []
         if entry.get("manager") == FIELD_MANAGER
         and entry.get("operation") == "Apply"
         and not entry.get("subresource")
     ]
-    text = json.dumps([metadata.get("uid", ""), ours], sort_keys=True, separators=(",", ":"))
+    return [metadata.get("uid", ""), applied]
+
+
+def _digest(ours: list[Any]) -> str:
+    text = json.dumps(ours, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def signature(metadata: dict[str, Any]) -> str:
+    """Digest of the uid and of what our field manager applied (see the module docstring)."""
+    return _digest(_ours(metadata))
 
 
 def observe(obj: KubeObject) -> Observed:
@@ -171,7 +209,7 @@ async def _list_metadata(
         meta = item.get("metadata") or {}
         key = ObjectKey(group, kind, meta.get("namespace", ""), meta.get("name", ""))
         owner = (meta.get("labels") or {}).get(COMPONENT, "")
-        result[key] = (owner, Observed(str(meta.get("resourceVersion", "")), signature(meta)))
+        result[key] = (owner, Observed(str(meta.get("resourceVersion", "")), metadata=meta))
     return result
 
 
