@@ -45,13 +45,27 @@ class RestMapper:
         self._lock = asyncio.Lock()
         self._groups: dict[str, list[str]] | None = None
         self._resources: dict[str, dict[str, ResourceInfo]] = {}
+        self._loading: dict[str, asyncio.Task[dict[str, ResourceInfo]]] = {}
         self._fingerprint: str | None = None
         self._fingerprint_lock = asyncio.Lock()
 
     def invalidate(self) -> None:
         self._groups = None
         self._resources.clear()
+        self._loading.clear()
         self._fingerprint = None
+
+    def _invalidate_group(self, group: str) -> None:
+        """Forget what may have changed for a kind of `group` that was not found: the served
+        groups and versions and that group's resources (a new CRD adds nothing elsewhere).
+        Every other group version stays cached: an unserved kind (a chart for a newer
+        Kubernetes) used to cost a full re-discovery for every resolve running at that time."""
+        self._groups = None
+        self._fingerprint = None
+        prefix = f"{group}/" if group else ""
+        for key in [k for k in (*self._resources, *self._loading) if _in_group(k, prefix)]:
+            self._resources.pop(key, None)
+            self._loading.pop(key, None)
 
     async def fingerprint(self) -> str:
         """Changes whenever `api_versions` may, for 4 requests instead of one per group version:
@@ -99,21 +113,36 @@ class RestMapper:
             return self._groups
 
     async def _load_resources(self, group: str, version: str) -> dict[str, ResourceInfo]:
+        """One group version's kinds; concurrent callers share one request (single flight)."""
         key = f"{group}/{version}" if group else version
-        if key not in self._resources:
-            path = f"/apis/{key}" if group else f"/api/{version}"
-            try:
-                listing = await self._client.request("GET", path)
-            except KubeApiError as exc:
-                if exc.status in (404, 503):  # not served (yet), or an unavailable APIService
-                    return {}
-                raise
-            self._resources[key] = {
-                r["kind"]: ResourceInfo(group, version, r["kind"], r["name"], r["namespaced"])
-                for r in listing.get("resources", [])
-                if "/" not in r["name"]  # skip subresources such as deployments/status
-            }
-        return self._resources[key]
+        if key in self._resources:
+            return self._resources[key]
+        task = self._loading.get(key)
+        if task is None:
+            task = asyncio.ensure_future(self._fetch_resources(group, version, key))
+            self._loading[key] = task
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if task.done() and self._loading.get(key) is task:
+                del self._loading[key]
+
+    async def _fetch_resources(self, group: str, version: str, key: str) -> dict[str, ResourceInfo]:
+        path = f"/apis/{key}" if group else f"/api/{version}"
+        try:
+            listing = await self._client.request("GET", path)
+        except KubeApiError as exc:
+            if exc.status in (404, 503):  # not served (yet), or an unavailable APIService
+                return {}
+            raise
+        found = {
+            r["kind"]: ResourceInfo(group, version, r["kind"], r["name"], r["namespaced"])
+            for r in listing.get("resources", [])
+            if "/" not in r["name"]  # skip subresources such as deployments/status
+        }
+        if self._loading.get(key) is asyncio.current_task():  # not invalidated meanwhile
+            self._resources[key] = found
+        return found
 
     async def resolve(self, api_version: str, kind: str) -> ResourceInfo:
         """The resource serving `kind` in `api_version`; ApplyError when the cluster has none."""
@@ -125,7 +154,7 @@ class RestMapper:
                 if found is not None:
                     return found
             if attempt == 0:
-                self.invalidate()
+                self._invalidate_group(group)
         raise ApplyError(
             f"kind {kind} in {api_version} is not served by this cluster; "
             + await self._served_instead(group, kind)
@@ -164,3 +193,8 @@ class RestMapper:
             *(self._load_resources(g, versions[0]) for g, versions in groups.items() if versions)
         )
         return [r for listing in listings for r in listing.values() if r.namespaced]
+
+
+def _in_group(key: str, prefix: str) -> bool:
+    """`key` (a discovery key: "v1" or "group/version") belongs to the group of `prefix`."""
+    return key.startswith(prefix) if prefix else "/" not in key
