@@ -129,18 +129,20 @@ class LiveIndex:
             else:
                 scope = "" if self.shared else obj.namespace
                 groups.setdefault((obj.api_version, obj.kind, scope), []).append(obj)
-        found: Listing = {}
         listings = await asyncio.gather(
             *(self._listing(cluster, *group, component) for group in groups),
             *(self._single(cluster, obj) for obj in singles),
         )
-        for listing in listings:
-            found.update(listing)
+        # look each object up in its own listing: merging the shared listings (every
+        # release's objects of a kind) per component made a no-op pass quadratic
         result = {}
-        for obj in wanted:
-            owner, state = found.get(obj.key, ("", None))
-            if state is not None and owner == component:
-                result[obj.key] = state
+        asked = [*groups.values(), *([obj] for obj in singles)]
+        for objects, listing in zip(asked, listings, strict=True):
+            for obj in objects:
+                key = obj.key
+                owner, state = listing.get(key, ("", None))
+                if state is not None and owner == component:
+                    result[key] = state
         return result
 
     def _listing(
