@@ -1,7 +1,9 @@
-"""Database engines: the SQLite file is private to its owner."""
+"""Database engines: the SQLite file is private to its owner; its pool is as large as asked."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import stat
 from pathlib import Path
 
@@ -22,5 +24,18 @@ async def test_sqlite_database_and_its_wal_files_are_created_owner_only(tmp_path
         assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files} == {
             f.name: 0o600 for f in files
         }
+    finally:
+        await engine.dispose()
+
+
+async def test_sqlite_pool_holds_as_many_connections_as_asked_for(tmp_path: Path) -> None:
+    """Every running operation may hold a connection for its heartbeat and one for its result
+    while writers wait for SQLite's lock; 16 workers once exhausted the default 5 + 10."""
+    engine = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'pool.db'}", pool_size=16)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for _ in range(32):  # a checkout beyond the pool would wait 30 s
+                conn = await asyncio.wait_for(stack.enter_async_context(engine.connect()), 10)
+                await conn.execute(sa.text("SELECT 1"))
     finally:
         await engine.dispose()

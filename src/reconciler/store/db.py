@@ -70,7 +70,16 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     """An async engine for `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...`."""
     if url.startswith("sqlite"):
         _create_private(sa.engine.make_url(url).database)
-        engine = create_async_engine(url, connect_args={"timeout": 30}, hide_parameters=True)
+        # as many connections as PostgreSQL gets: every running operation may hold one for its
+        # heartbeat and one for its result while SQLite's lock makes writers wait (busy
+        # timeout), and the default 5 + 10 starved the other loops' reads at 16 workers
+        engine = create_async_engine(
+            url,
+            connect_args={"timeout": 30},
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            hide_parameters=True,
+        )
 
         @sa.event.listens_for(engine.sync_engine, "connect")
         def _pragmas(dbapi_connection: Any, _record: Any) -> None:
