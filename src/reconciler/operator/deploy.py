@@ -15,6 +15,7 @@ from typing import Any
 
 from reconciler.charts.render import SdkRenderer
 from reconciler.kube.cluster import Cluster
+from reconciler.operator.crds import all_crds
 from reconciler.operator.install import install_crds
 from reconciler.operator.resources import FIELD_MANAGER
 from reconciler.paths import deploy_chart
@@ -43,10 +44,10 @@ async def all_objects(namespace: str, image: str) -> list[dict[str, Any]]:
     rendered = await SdkRenderer().render(
         deploy_chart(), release=RELEASE, namespace=namespace, values=chart_values(image)
     )
-    crds = [o.raw for o in rendered if o.kind == "CustomResourceDefinition"]
+    # the operator's own CRDs (the chart's crds/ also holds the infrastructure manager's)
     rest = [o.raw for o in rendered if o.kind != "CustomResourceDefinition"]
     namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-    return [*crds, namespace_object, *rest]
+    return [*all_crds(), namespace_object, *rest]
 
 
 async def deploy(
