@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
+from tests.helpers.counting import recording_cluster
 
 
 @pytest.fixture
@@ -237,3 +239,28 @@ async def test_actions_run_around_and_instead_of_the_generic_steps(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": namespace}}
     )
     assert await cluster.get(default_cm) is None
+
+
+async def test_a_namespace_the_component_creates_is_applied_once_and_recorded(
+    kube_cluster: KubeTarget, reconciler: ComponentReconciler, tmp_path: Path
+) -> None:
+    fresh = f"fresh-{uuid.uuid4().hex[:8]}"
+    chart = make_chart(tmp_path, "web", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["a"]})
+    cluster, client = await recording_cluster(kube_cluster)
+    async with cluster:
+        try:
+            outcome = await reconciler.run(task(chart, fresh, wait=False), cluster)
+            assert outcome.ok, outcome.error
+            namespace_applies = [
+                sent for sent in client.take() if sent == ("PATCH", f"/api/v1/namespaces/{fresh}")
+            ]
+            assert len(namespace_applies) == 1
+            assert ("", "Namespace", "", fresh) in outcome.changed
+            record = await inventory.read(cluster, "web", fresh)
+            assert record is not None
+            assert {(e.kind, e.name) for e in record.entries} == {
+                ("Namespace", fresh),
+                ("ConfigMap", "a"),
+            }
+        finally:
+            await reconciler.run(task(chart, fresh, type=TaskType.DELETE), cluster)

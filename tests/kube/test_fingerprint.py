@@ -5,16 +5,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from typing import Any
 
 import pytest
 
 from reconciler.errors import ApplyError
-from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import RestMapper
-from reconciler.kube.kubeconfig import load_kubeconfig
 from tests.conftest import KubeTarget
+from tests.helpers.counting import RecordingKubeClient
 
 
 async def test_fingerprint_is_stable_and_moves_when_a_crd_adds_a_kind(
@@ -49,39 +47,28 @@ async def test_fingerprint_is_stable_and_moves_when_a_crd_adds_a_kind(
             await cluster.delete(crd)
 
 
-class CountingClient(KubeClient):
-    """The real client, counting the paths it requested."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.paths: Counter[str] = Counter()
-
-    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        self.paths[path] += 1
-        return await super().request(method, path, **kwargs)
-
-
 async def test_concurrent_resolves_share_one_discovery_request_per_group_version(
     kube_cluster: KubeTarget,
 ) -> None:
-    async with CountingClient(load_kubeconfig(kube_cluster.kubeconfig)) as client:
+    async with RecordingKubeClient.from_kubeconfig(kube_cluster.kubeconfig) as client:
         mapper = RestMapper(client)
         kinds = [("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("v1", "ConfigMap")]
         found = await asyncio.gather(*(mapper.resolve(*kind) for kind in kinds * 10))
         assert {info.plural for info in found} == {"deployments", "statefulsets", "configmaps"}
-        assert client.paths["/apis/apps/v1"] == 1
-        assert client.paths["/api/v1"] == 1
+        paths = Counter(path for _, path in client.sent)
+        assert paths["/apis/apps/v1"] == 1
+        assert paths["/api/v1"] == 1
 
 
 async def test_an_unserved_kind_refreshes_only_its_own_group(kube_cluster: KubeTarget) -> None:
     """The miss re-reads the served groups and that group, not every group version known."""
-    async with CountingClient(load_kubeconfig(kube_cluster.kubeconfig)) as client:
+    async with RecordingKubeClient.from_kubeconfig(kube_cluster.kubeconfig) as client:
         mapper = RestMapper(client)
         await mapper.api_versions()
-        before = Counter(client.paths)
+        assert ("GET", "/apis/batch/v1") in client.take()
         with pytest.raises(ApplyError, match="kind Gadget in apps/v1 is not served"):
             await mapper.resolve("apps/v1", "Gadget")
-        again = client.paths - before
-        assert set(again) <= {"/api", "/apis", *(f"/apis/apps/{v}" for v in ("v1", "v1beta1"))}
+        again = {path for _, path in client.take()}
+        assert again <= {"/api", "/apis", *(f"/apis/apps/{v}" for v in ("v1", "v1beta1"))}
         await mapper.resolve("batch/v1", "Job")
-        assert client.paths["/apis/batch/v1"] == before["/apis/batch/v1"] == 1
+        assert client.take() == []

@@ -226,13 +226,13 @@ class ComponentReconciler:
             component=task.component,
         )
         old = previous.by_key() if previous else {}
-        owned_namespace = await self._ensure_namespace(cluster, task, old)
-        if owned_namespace is not None:
-            objects.append(owned_namespace)
+        owned_namespace, created = await self._ensure_namespace(cluster, task, old)
         intent = {
             obj.key: inventory.Entry(obj.api_version, obj.kind, obj.namespace, obj.name)
-            for obj in objects
+            for obj in (*objects, *([owned_namespace] if owned_namespace else []))
         }
+        if owned_namespace is not None and created is None:
+            objects.append(owned_namespace)  # created just now: its apply needs no repeat
         new_keys = [key for key in intent if key not in old]
         if new_keys or (previous is not None and previous.state != "applied"):
             # record the intent first: a crash mid-apply must not leave unrecorded objects
@@ -261,6 +261,9 @@ class ComponentReconciler:
             concurrency=self.concurrency,
             on_phase=phase,
         )
+        if created is not None:
+            result.live.append(created)
+            result.changed.append(created.key)
         outcome.applied = len(result.live)
         outcome.changed = result.changed
         outcome.warnings.extend(result.warnings)
@@ -320,8 +323,9 @@ class ComponentReconciler:
 
     async def _ensure_namespace(
         self, cluster: Cluster, task: Task, old: dict[ObjectKey, inventory.Entry]
-    ) -> KubeObject | None:
-        """The component's namespace, as an object to own when we create it (else None)."""
+    ) -> tuple[KubeObject | None, KubeObject | None]:
+        """The component's namespace as an object to own when we create it or created it
+        before (else None), and the live namespace when it was created just now."""
         (namespace,), _ = await prepare_all(
             cluster,
             [_namespace_object(task.namespace)],
@@ -330,9 +334,9 @@ class ComponentReconciler:
             component=task.component,
         )
         if await cluster.get(namespace) is None:
-            await cluster.apply(namespace)  # first: the inventory record lives in it
-            return namespace
-        return namespace if namespace.key in old else None
+            # first: the inventory record lives in it
+            return namespace, await cluster.apply(namespace)
+        return (namespace if namespace.key in old else None), None
 
     async def _delete(
         self, ctx: ActionContext, outcome: Outcome, phase: Callable[[str], None]
