@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.operator.fleet import FleetIndex
-from reconciler.operator.resources import KYMA_NAME
+from reconciler.operator.resources import KYMA_NAME, MANIFEST_FINALIZER
+from reconciler.operator.runtime import _essence as essence
 
 
 def _body(name: str, kyma: str, version: str = "1", namespace: str = "kcp") -> dict[str, Any]:
@@ -43,3 +44,14 @@ def test_a_secret_counts_as_changed_only_when_a_seen_one_changes() -> None:
     assert [s["metadata"]["resourceVersion"] for s in fleet.secrets("kcp", "k1")] == ["2"]
     assert fleet.secret(_body("kubeconfig-k1", "k1", "3"), deleted=True) is True
     assert fleet.secrets("kcp", "k1") == []
+
+
+def test_our_own_finalizer_is_no_reason_to_look_again_but_anything_else_is() -> None:
+    body = _body("k1-a", "k1")
+    before = essence(body)
+    body["metadata"]["finalizers"] = [MANIFEST_FINALIZER]
+    assert essence(body) == before
+    body["metadata"]["finalizers"] = [MANIFEST_FINALIZER, "someone/else"]
+    assert essence(body) != before
+    body["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert essence(body) != before

@@ -35,7 +35,13 @@ from reconciler.operator.fleet import FleetIndex
 from reconciler.operator.kymas import KymaController
 from reconciler.operator.manifests import ManifestController
 from reconciler.operator.metrics import OperatorMetrics
-from reconciler.operator.resources import GROUP, KYMA_NAME, VERSION
+from reconciler.operator.resources import (
+    GROUP,
+    KYMA_FINALIZER,
+    KYMA_NAME,
+    MANIFEST_FINALIZER,
+    VERSION,
+)
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.sources import ModuleSources
 from reconciler.operator.targets import TargetClusters
@@ -47,6 +53,7 @@ from reconciler.util.stacks import dump_stacks
 
 Key = tuple[str, str, str]
 Body = dict[str, Any]
+OWN_FINALIZERS = frozenset({KYMA_FINALIZER, MANIFEST_FINALIZER})
 
 AGGREGATE_DELAY = 0.25
 """Seconds a Kyma waits after a change of one of its Manifests before it aggregates them: the
@@ -82,13 +89,14 @@ def _login_for(kubeconfig: Path | None) -> Any:
 
 
 def _essence(body: Body) -> tuple[Any, ...]:
-    """What of an object a controller reacts to: not its status."""
+    """What of an object a controller reacts to: not its status, and not our own finalizer
+    (the controller's first run adds it; the echo would cost every new object a second run)."""
     meta = body.get("metadata", {})
     return (
         meta.get("generation"),
         meta.get("deletionTimestamp"),
         tuple(sorted((meta.get("labels") or {}).items())),
-        tuple(meta.get("finalizers") or []),
+        tuple(f for f in meta.get("finalizers") or [] if f not in OWN_FINALIZERS),
     )
 
 
