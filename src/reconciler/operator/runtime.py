@@ -43,6 +43,7 @@ from reconciler.operator.resources import (
     VERSION,
 )
 from reconciler.operator.settings import OperatorSettings
+from reconciler.operator.shards import ShardGate, ShardSettings
 from reconciler.operator.sources import ModuleSources
 from reconciler.operator.targets import TargetClusters
 from reconciler.operator.watcher.ca import CertificateAuthority
@@ -107,6 +108,7 @@ class Operator:
         charts: ChartCache,
         settings: OperatorSettings | None = None,
         watcher: WatcherSettings | None = None,
+        shards: ShardSettings | None = None,
     ) -> None:
         self.settings = settings or OperatorSettings()
         self.watcher = watcher or WatcherSettings()
@@ -136,12 +138,25 @@ class Operator:
         self.kymas = KymaController(self.control, self.settings, self.metrics, self.fleet)
         self.events = RemoteEvents()
         self.events.subscribe(self._remote_changed)
+        shard_settings = shards or ShardSettings()
+        self.shards: ShardGate | None = None
+        """Which Kymas are this process's (None: all; sharding off)."""
+        if shard_settings.count > 1:
+            self.shards = ShardGate(
+                shard_settings, self.control, self.queue.add, self.settings.stop_timeout
+            )
         self._seen: dict[Key, tuple[Any, ...]] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._log = get_logger(part="operator")
 
     async def _handle(self, key: Hashable) -> float | None:
         kind, namespace, name = cast(Key, key)
+        if self.shards is None:
+            return await self._handle_mine(kind, namespace, name)
+        async with self.shards.claim(kind, namespace, name) as mine:
+            return await self._handle_mine(kind, namespace, name) if mine else None
+
+    async def _handle_mine(self, kind: str, namespace: str, name: str) -> float | None:
         controller = self.kymas if kind == "Kyma" else self.manifests
         started, result = time.monotonic(), "exception"
         try:
@@ -214,6 +229,8 @@ class Operator:
     def _kyma_event(self, body: Body, event_type: str | None) -> None:
         meta = body["metadata"]
         key = ("Kyma", str(meta["namespace"]), str(meta["name"]))
+        if self.shards is not None:
+            self.shards.note_kyma(key[1], key[2], dict(meta.get("labels") or {}))
         if self._changed(key, body, event_type):
             self.queue.add(key)
 
@@ -225,6 +242,8 @@ class Operator:
         if self._changed(key, body, event_type):
             self.queue.add(key)
         kyma = (meta.get("labels") or {}).get(KYMA_NAME)
+        if self.shards is not None:
+            self.shards.note_manifest(namespace, key[2], str(kyma or ""))
         if kyma:  # any change, status included: the Kyma aggregates it, once per burst
             self.queue.add(("Kyma", namespace, str(kyma)), AGGREGATE_DELAY)
 
@@ -291,6 +310,9 @@ class Operator:
         ]
         if self.listener is not None:
             ours.append(asyncio.create_task(self.listener.serve(self._listening)))
+        if self.shards is not None:
+            self.shards.namespace = namespace or ""
+            ours.append(asyncio.create_task(self.shards.shards.run()))
         try:
             waited: list[asyncio.Future[Any]] = [kopf_done, *ours]
             await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)

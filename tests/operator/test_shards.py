@@ -1,0 +1,151 @@
+"""Two operator processes, two shards: every Kyma is reconciled by exactly one of them, and when
+one is killed with SIGKILL the other takes its shard over once the Lease expires and continues
+its Kymas. Which process reconciled a Kyma is read from each process's own metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from reconciler.kube.cluster import Cluster
+from reconciler.operator.install import install_crds
+from reconciler.operator.resources import SYNC
+from reconciler.operator.shards import ShardSettings, shard_of
+from reconciler.util.polling import poll_until
+from tests.conftest import KubeTarget
+from tests.operator import modules
+
+KYMAS = int(os.environ.get("SHARD_TEST_KYMAS", "200"))
+LEASE = 20.0
+KYMA_SERIES = re.compile(r'^reconciler_operator_kyma_state\{[^}]*kyma="([^"]+)"', re.M)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _operator(
+    kubeconfig: Path, namespace: str, identity: str, port: int, log: Path
+) -> asyncio.subprocess.Process:
+    env = {
+        **os.environ,
+        "RECONCILER_OPERATOR_SHARD_COUNT": "2",
+        "RECONCILER_OPERATOR_SHARD_LEASE_NAMESPACE": namespace,
+        "RECONCILER_OPERATOR_SHARD_LEASE_DURATION": str(LEASE),
+        "RECONCILER_OPERATOR_SHARD_RENEW_INTERVAL": "4",
+        "RECONCILER_OPERATOR_SHARD_IDENTITY": identity,
+    }
+    reconciler = Path(sys.executable).with_name("reconciler")
+    return await asyncio.create_subprocess_exec(
+        str(reconciler), "operator", "run", "--kubeconfig", str(kubeconfig),
+        "--namespace", namespace, "--metrics-port", str(port), "--log-level", "info",
+        env=env, stdout=log.open("ab"), stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+
+
+async def _reconciled(port: int) -> set[str]:
+    async with httpx.AsyncClient(timeout=10) as client:
+        text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+    return set(KYMA_SERIES.findall(text))
+
+
+async def _holders(control: Cluster, namespace: str) -> dict[str, str]:
+    listing = await control.client.request(
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    )
+    return {
+        item["metadata"]["name"]: (item.get("spec") or {}).get("holderIdentity") or ""
+        for item in listing["items"]
+        if "-shard-" in item["metadata"]["name"]
+    }
+
+
+def test_the_shard_of_a_kyma_is_stable_spread_and_may_be_chosen_by_label() -> None:
+    settings = ShardSettings(count=2, label="example.com/shard")
+    names = [f"kyma-{i:03d}" for i in range(KYMAS)]
+    first = [shard_of(n, None, settings) for n in names]
+    assert first == [shard_of(n, {}, settings) for n in names]  # same answer everywhere
+    assert 60 < first.count(0) < 140  # spread
+    assert shard_of("kyma-000", {"example.com/shard": "1"}, settings) == 1
+    assert shard_of("kyma-000", {"example.com/shard": "7"}, settings) == first[0]  # not a shard
+
+
+async def test_two_operators_split_the_kymas_and_one_continues_when_the_other_is_killed(
+    kube_cluster: KubeTarget, namespace: str, tmp_path: Path
+) -> None:
+    ports = {"op-a": _free_port(), "op-b": _free_port()}
+    async with await Cluster.connect(kube_cluster.kubeconfig) as control:
+        await install_crds(control)
+        processes = {
+            identity: await _operator(
+                kube_cluster.kubeconfig, namespace, identity, port, tmp_path / f"{identity}.log"
+            )
+            for identity, port in ports.items()
+        }
+        try:
+
+            async def one_each() -> bool:
+                holders = await _holders(control, namespace)
+                return len(holders) == 2 and set(holders.values()) == set(ports)
+
+            await poll_until(one_each, timeout=90, what="each operator holding one shard")
+            limit = asyncio.Semaphore(16)
+
+            async def create(i: int) -> None:
+                body = modules.kyma(namespace, f"kyma-{i:03d}", "regular", [])
+                body["metadata"]["labels"] = {SYNC: "false"}
+                async with limit:
+                    await control.apply(body)
+
+            await asyncio.gather(*(create(i) for i in range(KYMAS)))
+            everyone = {f"kyma-{i:03d}" for i in range(KYMAS)}
+
+            async def all_reconciled() -> tuple[set[str], set[str]] | None:
+                a, b = await _reconciled(ports["op-a"]), await _reconciled(ports["op-b"])
+                return (a, b) if a | b == everyone else None
+
+            split = await poll_until(all_reconciled, timeout=600, what="all Kymas reconciled")
+            a, b = split
+            assert not a & b, f"reconciled by both: {sorted(a & b)[:5]}"
+            assert a
+            assert b
+            print(f"\nop-a reconciled {len(a)} Kymas, op-b {len(b)}")
+
+            holders = await _holders(control, namespace)
+            victim = "op-a"
+            processes[victim].send_signal(signal.SIGKILL)
+            await processes[victim].wait()
+            killed = time.monotonic()
+
+            async def taken_over() -> bool:
+                return set((await _holders(control, namespace)).values()) == {"op-b"}
+
+            await poll_until(taken_over, timeout=60, what="op-b holding both shards", interval=0.2)
+            takeover = time.monotonic() - killed
+
+            async def continued() -> bool:
+                return await _reconciled(ports["op-b"]) == everyone
+
+            await poll_until(continued, timeout=300, what="op-b reconciling op-a's Kymas")
+            done = time.monotonic() - killed
+            print(
+                f"lease {LEASE:.0f} s: shard taken over {takeover:.1f} s after kill -9, "
+                f"its {len(a)} Kymas reconciled by op-b {done:.1f} s after"
+            )
+            assert holders  # both were held before the kill
+            assert takeover <= LEASE + 3, f"takeover took {takeover:.1f} s"
+        finally:
+            for process in processes.values():
+                if process.returncode is None:
+                    process.terminate()
+                    await asyncio.wait_for(process.wait(), 60)
