@@ -47,7 +47,7 @@ def _runtime(name: str, namespace: str) -> dict[str, Any]:
         },
         "spec": {
             "shoot": {
-                "name": f"s-{name}",
+                "name": f"s-{namespace.rsplit('-', 1)[-1][:3]}-{name}",  # one Shoot per phase
                 "purpose": "production",
                 "region": "eu-central-1",
                 "platformRegion": "cf-eu10",
