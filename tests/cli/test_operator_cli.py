@@ -20,10 +20,12 @@ NAMES = [
     "moduletemplates.operator.kyma-project.io",
     "modulereleasemetas.operator.kyma-project.io",
     "manifests.operator.kyma-project.io",
+    "moduleconfigs.operator.kyma-project.io",
+    "syncresources.operator.kyma-project.io",
 ]
 
 
-def test_install_crds_print_writes_the_four_crds_as_yaml() -> None:
+def test_install_crds_print_writes_the_six_crds_as_yaml() -> None:
     result = CliRunner().invoke(app, ["operator", "install-crds", "--print"])
     assert result.exit_code == 0, result.output
     crds = list(yaml.safe_load_all(result.output))
@@ -58,7 +60,7 @@ def test_deploy_print_lists_crds_rbac_and_the_deployment() -> None:
     assert result.exit_code == 0, result.output
     kinds = [obj["kind"] for obj in yaml.safe_load_all(result.output)]
     assert kinds == [
-        *["CustomResourceDefinition"] * 4,
+        *["CustomResourceDefinition"] * len(NAMES),
         "Namespace",
         "ServiceAccount",
         "ClusterRole",

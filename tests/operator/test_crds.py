@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.crds import all_crds
+from reconciler.operator import crds
 from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION, VERSION
+from reconciler.operator.resources import API_VERSION, KINDS, VERSION
 from tests.conftest import KubeTarget
 from tests.helpers.crds import differences, version_of
 
@@ -22,10 +22,15 @@ def _version(crd: dict[str, Any]) -> dict[str, Any]:
     return version_of(crd, VERSION)
 
 
-@pytest.mark.parametrize("crd", all_crds(), ids=lambda crd: crd["spec"]["names"]["kind"])
+LIFECYCLE_CRDS = [crds.crd(kind) for kind in KINDS]
+"""The kinds the lifecycle manager has too (ModuleConfig and SyncResource are ours only)."""
+
+
+@pytest.mark.parametrize("generated", LIFECYCLE_CRDS, ids=lambda c: c["spec"]["names"]["kind"])
 def test_every_supported_field_exists_in_the_reference_with_the_same_type(
-    crd: dict[str, Any],
+    generated: dict[str, Any],
 ) -> None:
+    crd = generated
     reference = yaml.safe_load(
         (REFERENCE / f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml").read_text()
     )
@@ -44,7 +49,7 @@ def test_every_supported_field_exists_in_the_reference_with_the_same_type(
 
 def test_every_reference_spec_field_is_supported() -> None:
     """Nothing of an existing resource's spec is pruned by our CRDs (top two levels)."""
-    for crd in all_crds():
+    for crd in LIFECYCLE_CRDS:
         name = f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"
         theirs = _version(yaml.safe_load((REFERENCE / name).read_text()))
         ours = _version(crd)

@@ -8,6 +8,7 @@ from typing import Any
 from reconciler.kube.crdgen import AGE_COLUMN
 from reconciler.kube.crdgen import crd as generated
 from reconciler.operator.resources import GROUP, KINDS, VERSION, Kind
+from reconciler.operator.sync_kinds import SYNC_KINDS
 
 __all__ = ["all_crds", "crd"]
 
@@ -30,4 +31,5 @@ def crd(kind: type[Kind]) -> dict[str, Any]:
 
 
 def all_crds() -> list[dict[str, Any]]:
-    return [crd(kind) for kind in KINDS]
+    """The lifecycle manager's kinds, then ours (ModuleConfig, SyncResource)."""
+    return [crd(kind) for kind in (*KINDS, *SYNC_KINDS)]
