@@ -111,7 +111,10 @@ async def main(kymas: int, modules: int, samples: int, root: Path) -> dict[str, 
                     "data": {"config": config},
                 }
             )
-        settings = OperatorSettings(module_namespace="{kyma}", busy_interval=1, workers=16)
+        # every Kyma's "remote" cluster is the same apiserver: no remote Kyma to share
+        settings = OperatorSettings(
+            module_namespace="{kyma}", busy_interval=1, workers=16, remote_sync=False
+        )
         operator = Operator(control, ChartCache(root / "cache"), settings)
         stop = asyncio.Event()
         running = asyncio.create_task(

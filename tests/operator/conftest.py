@@ -40,6 +40,7 @@ class World:
     charts: Path
     operator: Operator | None = None
     """The in-process operator (None when a test runs its own as processes)."""
+    control_kubeconfig: Path | None = None
 
     async def get(
         self,
@@ -113,5 +114,11 @@ async def world(
         operator = Operator(control, ChartCache(tmp_path / "cache"), SETTINGS)
         async with running(operator, kube_cluster.kubeconfig, namespace):
             yield World(
-                control, remote, remote_target.kubeconfig, namespace, tmp_path / "charts", operator
+                control,
+                remote,
+                remote_target.kubeconfig,
+                namespace,
+                tmp_path / "charts",
+                operator,
+                kube_cluster.kubeconfig,
             )

@@ -10,6 +10,7 @@ from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
 from reconciler.operator.events import RemoteEvent, RemoteEvents
 from reconciler.operator.runtime import Operator
+from reconciler.operator.settings import OperatorSettings
 from tests.conftest import KubeTarget
 
 EVENT = RemoteEvent(
@@ -50,11 +51,21 @@ async def test_every_subscriber_gets_the_event_and_a_failing_one_does_not_stop_t
     assert seen.count("sync operator.kyma-project.io/v1beta2") == 1
 
 
-async def test_a_remote_event_enqueues_its_kyma_at_once(
+async def test_a_remote_event_enqueues_its_kyma_and_its_remote_sync_at_once(
     kube_cluster: KubeTarget, tmp_path: Path
 ) -> None:
     async with await Cluster.connect(kube_cluster.kubeconfig) as control:
         operator = Operator(control, ChartCache(tmp_path / "cache"))
         operator.events.publish(EVENT)
-        assert len(operator.queue) == 1
+        assert len(operator.queue) == 2
+        assert operator.queue._due.keys() == {("Kyma", "kcp", "k1"), ("RemoteKyma", "kcp", "k1")}
+
+
+async def test_without_remote_sync_a_remote_event_enqueues_only_its_kyma(
+    kube_cluster: KubeTarget, tmp_path: Path
+) -> None:
+    async with await Cluster.connect(kube_cluster.kubeconfig) as control:
+        settings = OperatorSettings(remote_sync=False)
+        operator = Operator(control, ChartCache(tmp_path / "cache"), settings)
+        operator.events.publish(EVENT)
         assert operator.queue._due.keys() == {("Kyma", "kcp", "k1")}

@@ -67,31 +67,46 @@ class DriftWatch:
         self._watches.clear()
 
     async def _watch(self, cluster: Cluster, kind: Kind) -> None:
-        try:
-            info = await cluster.mapper.resolve(*kind)
-            path = info.path(None)
-            selector = {"labelSelector": COMPONENT}
-            listing = await cluster.client.request(
-                "GET", path, params={**selector, "limit": "1"}, accept=METADATA_ONLY
-            )
-            version = str(listing["metadata"]["resourceVersion"])
-            while True:
-                params = {**selector, "resourceVersion": version, "timeoutSeconds": WATCH_SECONDS}
-                async for event in cluster.client.watch(path, params, accept=METADATA_EVENTS):
-                    obj = event.get("object") or {}
-                    if event.get("type") == "ERROR":
-                        return  # e.g. 410 Gone: opened again at the next successful run
-                    meta = obj.get("metadata") or {}
-                    version = str(meta.get("resourceVersion") or version)
-                    if event.get("type") == "BOOKMARK":
-                        continue
-                    if event.get("type") != "DELETED" and own_write(meta):
-                        continue
-                    component = (meta.get("labels") or {}).get(COMPONENT, "")
-                    owner = self._owners.get((cluster, component))
-                    if owner is not None:
-                        self.requeue(owner)
-        except (ReconcilerError, KubeApiError) as exc:
-            self._log.info("drift watch ended", kind=kind[1], reason=str(exc))
-        except RuntimeError as exc:  # the cluster's connection was closed (evicted)
-            self._log.info("drift watch ended", kind=kind[1], reason=str(exc))
+        def seen(event_type: str, meta: dict[str, Any]) -> None:
+            if event_type != "DELETED" and own_write(meta):
+                return
+            component = (meta.get("labels") or {}).get(COMPONENT, "")
+            owner = self._owners.get((cluster, component))
+            if owner is not None:
+                self.requeue(owner)
+
+        await follow(cluster, kind, {"labelSelector": COMPONENT}, seen, self._log)
+
+
+async def follow(
+    cluster: Cluster,
+    kind: Kind,
+    params: dict[str, str],
+    seen: Callable[[str, dict[str, Any]], None],
+    log: Any,
+) -> None:
+    """Watch the metadata of every object of `kind` (all namespaces, filtered by `params`) and
+    call `seen` with each event's type and object metadata, until the watch fails or is
+    cancelled; a failure is logged, not raised (the caller opens it again when it next needs
+    it)."""
+    try:
+        info = await cluster.mapper.resolve(*kind)
+        path = info.path(None)
+        listing = await cluster.client.request(
+            "GET", path, params={**params, "limit": "1"}, accept=METADATA_ONLY
+        )
+        version = str(listing["metadata"]["resourceVersion"])
+        while True:
+            query = {**params, "resourceVersion": version, "timeoutSeconds": WATCH_SECONDS}
+            async for event in cluster.client.watch(path, query, accept=METADATA_EVENTS):
+                obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    return  # e.g. 410 Gone: opened again at the next successful run
+                meta = obj.get("metadata") or {}
+                version = str(meta.get("resourceVersion") or version)
+                if event.get("type") != "BOOKMARK":
+                    seen(str(event.get("type")), meta)
+    except (ReconcilerError, KubeApiError) as exc:
+        log.info("watch ended", kind=kind[1], reason=str(exc))
+    except RuntimeError as exc:  # the cluster's connection was closed (evicted)
+        log.info("watch ended", kind=kind[1], reason=str(exc))

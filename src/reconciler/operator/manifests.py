@@ -41,7 +41,7 @@ from reconciler.operator.resources import (
 )
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.sources import ModuleSources, install_link
-from reconciler.operator.status import last_operation
+from reconciler.operator.status import invalid, last_operation
 from reconciler.operator.targets import TargetClusters, TargetError, TargetMissing
 
 MAX_NAMED = 5
@@ -81,9 +81,7 @@ class ManifestController:
         try:
             spec = ManifestSpec.model_validate(body.get("spec") or {})
         except ValidationError as exc:
-            problem = exc.errors(include_input=False)[0]
-            where = ".".join(str(p) for p in problem["loc"])
-            return await self._report(body, State.ERROR, f"invalid spec.{where}: {problem['msg']}")
+            return await self._report(body, State.ERROR, "invalid " + invalid(exc, "spec"))
         try:
             if meta.get("deletionTimestamp"):
                 return await self._delete(body, spec)

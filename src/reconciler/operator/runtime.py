@@ -1,9 +1,10 @@
-"""`reconciler operator run`: kopf watches, our work queue and the two controllers, wired.
+"""`reconciler operator run`: kopf watches, our work queue and the controllers, wired.
 
-kopf only watches (Kyma, Manifest, the catalog, the remote Secrets) and turns events into keys
-on the work queue; the controllers read the object fresh, act, and say when to look again.
-Status-only changes of an object do not requeue it (its own status writes would loop);
-a Manifest's change requeues its Kyma, whose status aggregates it.
+kopf only watches (Kyma, Manifest, the catalog, the remote Secrets, ModuleConfig, SyncResource)
+and turns events into keys on the work queue (Kyma, Manifest, RemoteKyma, SyncResource); the
+controllers read the object fresh, act, and say when to look again. Status-only changes of an
+object do not requeue it (its own status writes would loop); a Manifest's change requeues its
+Kyma, whose status aggregates it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import kopf
 from lightkube.config.models import User
@@ -35,6 +36,8 @@ from reconciler.operator.fleet import FleetIndex
 from reconciler.operator.kymas import KymaController
 from reconciler.operator.manifests import ManifestController
 from reconciler.operator.metrics import OperatorMetrics
+from reconciler.operator.remote_kyma import REMOTE_FINALIZER, RemoteSync
+from reconciler.operator.remote_watch import RemoteWatch
 from reconciler.operator.resources import (
     GROUP,
     KYMA_FINALIZER,
@@ -45,6 +48,7 @@ from reconciler.operator.resources import (
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.shards import ShardGate, ShardSettings
 from reconciler.operator.sources import ModuleSources
+from reconciler.operator.sync_resources import SYNC_FINALIZER, SyncResourceController
 from reconciler.operator.targets import TargetClusters
 from reconciler.operator.watcher.ca import CertificateAuthority
 from reconciler.operator.watcher.listener import Listener
@@ -54,12 +58,16 @@ from reconciler.util.stacks import dump_stacks
 
 Key = tuple[str, str, str]
 Body = dict[str, Any]
-OWN_FINALIZERS = frozenset({KYMA_FINALIZER, MANIFEST_FINALIZER})
+OWN_FINALIZERS = frozenset({KYMA_FINALIZER, MANIFEST_FINALIZER, REMOTE_FINALIZER, SYNC_FINALIZER})
 
 AGGREGATE_DELAY = 0.25
 """Seconds a Kyma waits after a change of one of its Manifests before it aggregates them: the
 status changes of its modules in a burst cost one Kyma reconcile (and status write), not one
 each. A change of the Kyma itself is not delayed."""
+
+
+class Controller(Protocol):
+    async def handle(self, namespace: str, name: str) -> float | None: ...
 
 
 def _login_for(kubeconfig: Path | None) -> Any:
@@ -136,6 +144,17 @@ class Operator:
             self.sources,
         )
         self.kymas = KymaController(self.control, self.settings, self.metrics, self.fleet)
+        self.remote_watch = RemoteWatch(self.queue.add)
+        self.remote = RemoteSync(
+            self.control, self.targets, self.settings, self.remote_watch, self.fleet
+        )
+        self.syncs = SyncResourceController(self.control, self.targets, self.settings, self.drift)
+        self._controllers: dict[str, Controller] = {
+            "Kyma": self.kymas,
+            "Manifest": self.manifests,
+            "RemoteKyma": self.remote,
+            "SyncResource": self.syncs,
+        }
         self.events = RemoteEvents()
         self.events.subscribe(self._remote_changed)
         shard_settings = shards or ShardSettings()
@@ -146,6 +165,8 @@ class Operator:
                 shard_settings, self.control, self.queue.add, self.settings.stop_timeout
             )
         self._seen: dict[Key, tuple[Any, ...]] = {}
+        self._sync_kymas: dict[tuple[str, str], str] = {}
+        """(namespace, SyncResource) -> its Kyma, from the watch: the shard it goes with."""
         self._background: set[asyncio.Task[None]] = set()
         self._log = get_logger(part="operator")
 
@@ -153,11 +174,18 @@ class Operator:
         kind, namespace, name = cast(Key, key)
         if self.shards is None:
             return await self._handle_mine(kind, namespace, name)
-        async with self.shards.claim(kind, namespace, name) as mine:
+        async with self.shards.claim(*self._shard_key(kind, namespace, name)) as mine:
             return await self._handle_mine(kind, namespace, name) if mine else None
 
+    def _shard_key(self, kind: str, namespace: str, name: str) -> Key:
+        """What decides the shard: a remote sync and a SyncResource go with their Kyma."""
+        if kind == "RemoteKyma":
+            return ("Kyma", namespace, name)
+        kyma = self._sync_kymas.get((namespace, name)) if kind == "SyncResource" else None
+        return ("Kyma", namespace, kyma) if kyma else (kind, namespace, name)
+
     async def _handle_mine(self, kind: str, namespace: str, name: str) -> float | None:
-        controller = self.kymas if kind == "Kyma" else self.manifests
+        controller = self._controllers[kind]
         started, result = time.monotonic(), "exception"
         try:
             delay = await controller.handle(namespace, name)
@@ -172,8 +200,14 @@ class Operator:
             self.metrics.duration.labels(kind, result).observe(time.monotonic() - started)
 
     def _remote_changed(self, event: RemoteEvent) -> None:
-        """A watcher reported a change in the Kyma's remote cluster: look at the Kyma now."""
+        """A watcher reported a change in the Kyma's remote cluster: look at the Kyma now, and
+        sync its remote side (the remote Kyma, a module custom resource)."""
         self.queue.add(("Kyma", event.kyma_namespace, event.kyma_name))
+        self._sync_remote(event.kyma_namespace, event.kyma_name)
+
+    def _sync_remote(self, namespace: str, kyma: str) -> None:
+        if self.settings.remote_sync:
+            self.queue.add(("RemoteKyma", namespace, kyma))
 
     def _changed(self, key: Key, body: Body, event_type: str | None) -> bool:
         if event_type == "DELETED":
@@ -207,6 +241,14 @@ class Operator:
         async def manifest_event(**event: Any) -> None:
             in_our_loop(self._manifest_event, event)
 
+        @kopf.on.event(GROUP, VERSION, "syncresources", registry=registry)
+        async def sync_resource_event(**event: Any) -> None:
+            in_our_loop(self._sync_resource_event, event)
+
+        @kopf.on.event(GROUP, VERSION, "moduleconfigs", registry=registry)
+        async def module_config_event(**event: Any) -> None:
+            in_our_loop(self._module_config_event, event)
+
         async def catalog_event(**event: Any) -> None:
             namespace = str(event["namespace"])
             await asyncio.wrap_future(
@@ -225,6 +267,7 @@ class Operator:
     async def _catalog_changed(self, namespace: str) -> None:
         for kyma in await self.control.list("Kyma", namespace):
             self.queue.add(("Kyma", namespace, kyma["metadata"]["name"]))
+            self._sync_remote(namespace, kyma["metadata"]["name"])
 
     def _kyma_event(self, body: Body, event_type: str | None) -> None:
         meta = body["metadata"]
@@ -233,6 +276,26 @@ class Operator:
             self.shards.note_kyma(key[1], key[2], dict(meta.get("labels") or {}))
         if self._changed(key, body, event_type):
             self.queue.add(key)
+        self._sync_remote(key[1], key[2])  # status included: it is mirrored to the remote Kyma
+
+    def _sync_resource_event(self, body: Body, event_type: str | None) -> None:
+        meta = body["metadata"]
+        key = ("SyncResource", str(meta["namespace"]), str(meta["name"]))
+        kyma = (body.get("spec") or {}).get("kyma")
+        if event_type == "DELETED" or not kyma:
+            self._sync_kymas.pop((key[1], key[2]), None)
+        else:
+            self._sync_kymas[(key[1], key[2])] = str(kyma)
+        if self._changed(key, body, event_type):
+            self.queue.add(key)
+
+    def _module_config_event(self, body: Body, event_type: str | None) -> None:
+        """Someone may have changed a ModuleConfig: its Kyma's sync puts the spec back."""
+        self.remote.configs.observe(body, deleted=event_type == "DELETED")
+        meta = body["metadata"]
+        kyma = (meta.get("labels") or {}).get(KYMA_NAME)
+        if kyma and event_type != "DELETED":
+            self._sync_remote(str(meta["namespace"]), str(kyma))
 
     def _manifest_event(self, body: Body, event_type: str | None) -> None:
         self.fleet.manifest(body, deleted=event_type == "DELETED")
@@ -262,6 +325,7 @@ class Operator:
         await self.targets.forget(namespace, kyma)
         for manifest in self.fleet.manifests(namespace, kyma):
             self.queue.add(("Manifest", namespace, manifest["metadata"]["name"]))
+        self._sync_remote(namespace, kyma)
 
     async def run(
         self,
@@ -324,6 +388,7 @@ class Operator:
             await self._join_kopf(thread, kopf_done)
             await self.events.aclose()
             await self.drift.aclose()
+            await self.remote_watch.aclose()
             await self.targets.aclose()
         if kopf_done.done() and kopf_done.exception() is not None:
             raise cast(BaseException, kopf_done.exception())  # kopf ended by itself: say why

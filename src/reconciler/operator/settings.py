@@ -21,6 +21,9 @@ class OperatorSettings(BaseSettings):
     `{kyma}` is replaced by the Kyma's name (many Kymas on one cluster, as the benchmark does)."""
     timeout: float = Field(default=300.0, gt=0)
     workers: int = Field(default=8, ge=1)
+    remote_sync: bool = True
+    """Keep a Kyma `kyma-system/default`, the catalog and ModuleConfigs in sync with each remote
+    cluster (off when many Kymas share one cluster, as the benchmark's do)."""
     stop_timeout: float = Field(default=15.0, gt=0)
     """Seconds from SIGTERM/SIGINT until the process exits even if kopf's thread or a handler
     has not finished (exit code 1, logged): a stop must be bounded, as a pod's grace period is."""

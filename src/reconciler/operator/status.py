@@ -7,6 +7,8 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import ValidationError
+
 from reconciler.operator.resources import State
 
 PRECEDENCE = (State.ERROR, State.WARNING, State.PROCESSING, State.DELETING)
@@ -32,3 +34,10 @@ def aggregate(states: Iterable[str]) -> State:
     if State.EMPTY in present:
         return State.PROCESSING
     return State.READY
+
+
+def invalid(exc: ValidationError, prefix: str) -> str:
+    """`<prefix>.<path>: <message>` of the first problem pydantic found (for a status)."""
+    problem = exc.errors(include_input=False)[0]
+    where = ".".join(str(p) for p in problem["loc"])
+    return f"{prefix}.{where}: {problem['msg']}"

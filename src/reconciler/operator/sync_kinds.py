@@ -13,17 +13,11 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from reconciler.operator.resources import (
-    PRESERVE,
-    Kind,
-    LastOperation,
-    State,
-    TrackingObject,
-    _Model,
-)
+from reconciler.model.resource import ResourceModel
+from reconciler.operator.resources import PRESERVE, Kind, LastOperation, State, TrackingObject
 
 
-class ModuleConfigSpec(_Model):
+class ModuleConfigSpec(ResourceModel):
     kyma: str
     """The Kyma (same namespace) whose remote cluster holds the module custom resource."""
     module: str
@@ -38,7 +32,7 @@ class ModuleConfigSpec(_Model):
 Object = Annotated[dict[str, Any], Field(json_schema_extra=PRESERVE)]
 
 
-class SyncResourceSpec(_Model):
+class SyncResourceSpec(ResourceModel):
     kyma: str
     """The Kyma (same namespace) whose target cluster gets the objects."""
     module: str | None = None
@@ -46,7 +40,7 @@ class SyncResourceSpec(_Model):
     """Complete Kubernetes objects (apiVersion, kind, metadata.name; namespace optional)."""
 
 
-class SyncObjectStatus(_Model):
+class SyncObjectStatus(ResourceModel):
     version: str
     kind: str
     name: str
@@ -57,7 +51,7 @@ class SyncObjectStatus(_Model):
     message: str | None = None
 
 
-class SyncResourceStatus(_Model):
+class SyncResourceStatus(ResourceModel):
     state: State
     last_operation: LastOperation | None = None
     observed_generation: int | None = None
