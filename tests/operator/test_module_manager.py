@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +88,31 @@ async def test_a_remote_edit_of_the_module_resource_reaches_the_remote_objects_w
             "PATCH", path, body={"spec": {"message": "hello"}}, content_type=MERGE
         )
 
+        async def after(check: Callable[[], Awaitable[bool]], what: str) -> float:
+            await poll_until(check, timeout=30, what=what, interval=0.02, max_interval=0.05)
+            return time.monotonic() - started
+
+        async def configured() -> bool:
+            config = await world.get("ModuleConfig", "m1-alpha") or {}
+            return bool(config.get("spec", {}).get("config", {}).get("message") == "hello")
+
+        async def written() -> bool:
+            sync = await world.get("SyncResource", "m1-alpha-sync") or {}
+            objects = sync.get("spec", {}).get("objects") or [{}]
+            return bool(objects[0].get("data", {}).get("message") == "hello")
+
         async def arrived() -> bool:
             return ((await _settings(world)) or {}).get("message") == "hello"
 
-        await poll_until(
-            arrived, timeout=30, what="message in alpha-settings", interval=0.02, max_interval=0.05
+        config_at, sync_at, elapsed = await asyncio.gather(
+            after(configured, "hello in the ModuleConfig"),
+            after(written, "hello in the SyncResource"),
+            after(arrived, "hello in alpha-settings"),
         )
-        elapsed = time.monotonic() - started
-    print(f"remote edit -> ModuleConfig -> SyncResource -> remote object: {elapsed:.2f} s")
+    print(
+        f"remote edit -> ModuleConfig {config_at:.2f} s -> SyncResource {sync_at:.2f} s "
+        f"-> remote object {elapsed:.2f} s"
+    )
     sync = await world.get("SyncResource", "m1-alpha-sync")
     assert sync is not None
     assert [o["state"] for o in sync["status"]["objects"]] == ["Applied"]

@@ -110,15 +110,16 @@ class RemoteSync:
         if self._prepared.get(key) is not cluster:
             await self._install_crds(cluster)
             self._prepared[key] = cluster
+        # module configuration first: module managers wait for it, nobody waits for the rest
+        module_namespace = self.settings.module_namespace.replace("{kyma}", meta["name"])
+        kinds: set[Kind] = await self.configs.sync(
+            cluster, kyma, await self._manifests(kyma), module_namespace
+        )
         remote = ControlPlane(cluster)
         mirror = await self._remote_kyma(remote, kyma)
         await self._merge(kyma, mirror)
         await self._mirror(remote, kyma, mirror)
         await sync_catalog(self.control, remote, kyma)
-        module_namespace = self.settings.module_namespace.replace("{kyma}", meta["name"])
-        kinds: set[Kind] = await self.configs.sync(
-            cluster, kyma, await self._manifests(kyma), module_namespace
-        )
         kinds.add((API_VERSION, "Kyma"))
         self.watch.track(cluster, ("RemoteKyma", *key), kinds)
 
