@@ -33,6 +33,7 @@ from reconciler.operator.control import ControlPlane
 from reconciler.operator.drift import DriftWatch
 from reconciler.operator.events import RemoteEvent, RemoteEvents
 from reconciler.operator.fleet import FleetIndex
+from reconciler.operator.forward import WATCHED_AT, EventForwarder
 from reconciler.operator.kymas import KymaController
 from reconciler.operator.manifests import ManifestController
 from reconciler.operator.metrics import OperatorMetrics
@@ -99,10 +100,12 @@ def _login_for(kubeconfig: Path | None) -> Any:
 
 def _essence(body: Body) -> tuple[Any, ...]:
     """What of an object a controller reacts to: not its status, and not our own finalizer
-    (the controller's first run adds it; the echo would cost every new object a second run)."""
+    (the controller's first run adds it; the echo would cost every new object a second run),
+    but a watcher event another process recorded on a Kyma (`operator/forward.py`)."""
     meta = body.get("metadata", {})
     return (
         meta.get("generation"),
+        (meta.get("annotations") or {}).get(WATCHED_AT),
         meta.get("deletionTimestamp"),
         tuple(sorted((meta.get("labels") or {}).items())),
         tuple(f for f in meta.get("finalizers") or [] if f not in OWN_FINALIZERS),
@@ -164,6 +167,8 @@ class Operator:
             self.shards = ShardGate(
                 shard_settings, self.control, self.queue.add, self.settings.stop_timeout
             )
+            self.events.subscribe(self._forward_unless_mine)
+        self.forwarder = EventForwarder(self.control)
         self._seen: dict[Key, tuple[Any, ...]] = {}
         self._sync_kymas: dict[tuple[str, str], str] = {}
         """(namespace, SyncResource) -> its Kyma, from the watch: the shard it goes with."""
@@ -204,6 +209,14 @@ class Operator:
         sync its remote side (the remote Kyma, a module custom resource)."""
         self.queue.add(("Kyma", event.kyma_namespace, event.kyma_name))
         self._sync_remote(event.kyma_namespace, event.kyma_name)
+
+    async def _forward_unless_mine(self, event: RemoteEvent) -> None:
+        """The Kyma's shard is another process's: record the event on the Kyma for it."""
+        if self.shards is None:
+            return
+        shard = await self.shards.shard("Kyma", event.kyma_namespace, event.kyma_name)
+        if shard is not None and not self.shards.shards.owned(shard):
+            self.forwarder.forward(event.kyma_namespace, event.kyma_name)
 
     def _sync_remote(self, namespace: str, kyma: str) -> None:
         if self.settings.remote_sync:
@@ -387,6 +400,7 @@ class Operator:
             results = await asyncio.gather(*ours, return_exceptions=True)
             await self._join_kopf(thread, kopf_done)
             await self.events.aclose()
+            await self.forwarder.aclose()
             await self.drift.aclose()
             await self.remote_watch.aclose()
             await self.targets.aclose()
