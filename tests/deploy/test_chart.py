@@ -38,6 +38,13 @@ MATRIX: dict[str, dict[str, Any]] = {
     },
     "everything on": EVERYTHING,
     "operator only": {"mothership": {"enabled": False}, "operator": {"enabled": True}},
+    "operator with the watcher's listener": {
+        "mothership": {"enabled": False},
+        "operator": {
+            "enabled": True,
+            "watcher": {"enabled": True, "listenerHosts": ["kcp.example"]},
+        },
+    },
     "infrastructure manager only": {
         "mothership": {"enabled": False},
         "infrastructureManager": {"enabled": True, "gardenKubeconfigSecret": "garden"},
@@ -117,6 +124,10 @@ async def test_secrets_reach_the_mothership_as_references_never_as_values() -> N
                 }
             },
             "/operator/moduleRules/0/verbs/0",
+        ),
+        (
+            {"operator": {"watcher": {"listenerUrl": "http://kcp.example:8443"}}},
+            "/operator/watcher/listenerUrl",
         ),
         ({}, "mothership: no API authentication"),
         (

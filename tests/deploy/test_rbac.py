@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from reconciler.operator.deploy import all_objects
+from reconciler.operator.watcher.settings import WatcherSettings
 from tests.deploy.chart import EVERYTHING, by_kind, render
 
 CRUD = ("get", "list", "watch", "create", "update", "patch", "delete")
@@ -143,3 +146,36 @@ async def test_operator_self_deploy_pins_an_image_by_digest() -> None:
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
     image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == f"registry.example/reconciler@{digest}"
+
+
+async def test_the_watcher_listener_may_create_secrets_in_its_ca_namespace_and_nothing_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The listener's CA Secret is read through the ClusterRole and created once; `create`
+    cannot be limited to a name, so a Role grants it in the CA's namespace only."""
+    watcher = {"enabled": True, "caNamespace": "kcp-system", "listenerHosts": ["kcp.example"]}
+    objects = await render(
+        {"mothership": {"enabled": False}, "operator": {"enabled": True, "watcher": watcher}}
+    )
+    (cluster_role,) = by_kind(objects, "ClusterRole")
+    assert grants(cluster_role["rules"]) == expected(OPERATOR_OWN, MODULE_DEFAULTS)
+    (role,) = by_kind(objects, "Role")
+    (binding,) = by_kind(objects, "RoleBinding")
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == "kcp-system"
+    assert wildcards(role["rules"]) == []
+    assert grants(role["rules"]) == {("", "secrets"): {"create"}}
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert [s["name"] for s in binding["subjects"]] == ["reconciler-operator"]
+    (service,) = by_kind(objects, "Service")
+    assert service["spec"]["ports"][0]["port"] == 8443
+    (deployment,) = by_kind(objects, "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "listener", "containerPort": 8443, "protocol": "TCP"} in container["ports"]
+    for env in container["env"]:
+        monkeypatch.setenv(env["name"], env["value"])
+    settings = WatcherSettings()
+    assert settings.listener_url == "https://reconciler-operator-watcher.reconciler-system.svc:8443"
+    assert settings.ca_namespace == "kcp-system"
+    assert {"reconciler-operator-watcher.reconciler-system.svc", "kcp.example"} <= set(
+        settings.listener_hosts
+    )
