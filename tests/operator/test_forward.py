@@ -1,18 +1,21 @@
 """A watcher event that reaches the process not holding the Kyma's shard makes the holder
-reconcile the Kyma at once (not at its periodic requeue): two in-process operators, two shards."""
+reconcile the Kyma at once (not at its periodic requeue): two in-process operators, two shards.
+A burst of events costs one write of the Kyma per interval."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import time
 from pathlib import Path
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
+from reconciler.operator.control import ControlPlane
 from reconciler.operator.events import RemoteEvent
-from reconciler.operator.forward import WATCHED_AT
+from reconciler.operator.forward import WATCHED_AT, EventForwarder
 from reconciler.operator.install import install_crds
-from reconciler.operator.resources import SYNC
+from reconciler.operator.resources import API_VERSION, SYNC
 from reconciler.operator.runtime import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.shards import ShardSettings, shard_of
@@ -93,3 +96,34 @@ async def test_an_event_reaching_the_non_holder_makes_the_holder_reconcile_the_k
             kyma = await owner.control.get("Kyma", namespace, KYMA)
             assert WATCHED_AT in (kyma or {})["metadata"]["annotations"]
             assert _kyma_reconciles(other) == 0
+
+
+async def test_a_burst_of_events_costs_one_write_of_the_kyma_per_interval(
+    kube_cluster: KubeTarget, namespace: str
+) -> None:
+    async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
+        await install_crds(cluster)
+        control = ControlPlane(cluster)
+        await control.apply(modules.kyma(namespace, KYMA, "regular", []))
+        start = (await control.get("Kyma", namespace, KYMA) or {})["metadata"]["resourceVersion"]
+        forwarder = EventForwarder(control, interval=1.0)
+
+        async def stamp(other_than: str | None) -> str | None:
+            kyma = await control.get("Kyma", namespace, KYMA) or {}
+            value = (kyma["metadata"].get("annotations") or {}).get(WATCHED_AT)
+            return value if value != other_than else None
+
+        stamps: list[str] = []
+        for _ in range(2):  # the second burst comes right after the first write
+            for _ in range(10):
+                forwarder.forward(namespace, KYMA)
+            stamps.append(await poll_until(lambda: stamp(stamps[-1] if stamps else None),
+                                           timeout=20, what="the annotation written"))  # fmt: skip
+        await forwarder.aclose()
+        path = f"/apis/{API_VERSION}/namespaces/{namespace}/kymas"
+        params = {"resourceVersion": start, "timeoutSeconds": "2",
+                  "fieldSelector": f"metadata.name={KYMA}"}  # fmt: skip
+        writes = [e async for e in cluster.client.watch(path, params) if e["type"] == "MODIFIED"]
+        assert len(writes) == 2, [w["object"]["metadata"].get("annotations") for w in writes]
+        first, second = (dt.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ") for s in stamps)
+        assert (second - first).total_seconds() >= 0.9  # the interval, not at once
