@@ -16,9 +16,10 @@ from pathlib import Path
 import httpx
 
 from reconciler.kube.cluster import Cluster
+from reconciler.operator.control import ControlPlane
 from reconciler.operator.install import install_crds
-from reconciler.operator.resources import SYNC
-from reconciler.operator.shards import ShardSettings, shard_of
+from reconciler.operator.resources import API_VERSION, SYNC
+from reconciler.operator.shards import ShardGate, ShardSettings, shard_of
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.operator import modules
@@ -80,6 +81,30 @@ def test_the_shard_of_a_kyma_is_stable_spread_and_may_be_chosen_by_label() -> No
     assert 60 < first.count(0) < 140  # spread
     assert shard_of("kyma-000", {"example.com/shard": "1"}, settings) == 1
     assert shard_of("kyma-000", {"example.com/shard": "7"}, settings) == first[0]  # not a shard
+
+
+async def test_a_takeover_enqueues_the_sync_resources_of_the_shards_kymas(
+    kube_cluster: KubeTarget, namespace: str
+) -> None:
+    settings = ShardSettings(count=2, lease_namespace=namespace)
+    kymas = {shard_of(f"kyma-{i}", None, settings): f"kyma-{i}" for i in range(20)}
+    async with await Cluster.connect(kube_cluster.kubeconfig) as control:
+        await install_crds(control)
+        for kyma in kymas.values():
+            await control.apply(
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "SyncResource",
+                    "metadata": {"name": f"{kyma}-sync", "namespace": namespace},
+                    "spec": {"kyma": kyma, "module": "alpha", "objects": []},
+                }
+            )
+        enqueued: list[tuple[str, str, str]] = []
+        gate = ShardGate(settings, ControlPlane(control), enqueued.append, drain_timeout=1)
+        gate.namespace = namespace
+        await gate._acquired(0)
+    assert ("SyncResource", namespace, f"{kymas[0]}-sync") in enqueued
+    assert ("SyncResource", namespace, f"{kymas[1]}-sync") not in enqueued
 
 
 async def test_two_operators_split_the_kymas_and_one_continues_when_the_other_is_killed(

@@ -272,8 +272,9 @@ def _offset(identity: str, count: int) -> int:
 
 
 class ShardGate:
-    """The runtime's side of sharding: which keys this process may handle, the Kymas and
-    Manifests of a shard it takes over, and waiting out its work on a shard it hands back."""
+    """The runtime's side of sharding: which keys this process may handle, the Kymas,
+    Manifests and SyncResources of a shard it takes over, and waiting out its work on a shard it
+    hands back."""
 
     def __init__(
         self,
@@ -350,6 +351,25 @@ class ShardGate:
                     self.note_manifest(key[1], key[2], str(labels.get(KYMA_NAME, "")))
                 if await self.shard(*key) == shard:
                     self.enqueue(key)
+        for key in await self._sync_resources_of(shard):
+            self.enqueue(key)
+
+    async def _sync_resources_of(self, shard: int) -> list[tuple[str, str, str]]:
+        """The SyncResources that go with the shard's Kymas (`spec.kyma`): without this a
+        takeover would leave their remote objects alone until each one's next event."""
+        try:
+            items = await self.control.list("SyncResource", self.namespace)
+        except (KubeApiError, ReconcilerError) as exc:  # the kind may not be installed
+            get_logger(part="operator-shards").warning(
+                "cannot list SyncResources on takeover", shard=shard, error=str(exc)
+            )
+            return []
+        keys = []
+        for item in items:
+            meta, kyma = item["metadata"], str((item.get("spec") or {}).get("kyma") or "")
+            if kyma and await self.shard("Kyma", str(meta["namespace"]), kyma) == shard:
+                keys.append(("SyncResource", str(meta["namespace"]), str(meta["name"])))
+        return keys
 
     async def _drain(self, shard: int) -> None:
         async def idle() -> bool:
