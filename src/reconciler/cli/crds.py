@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 import yaml
 
 from reconciler.cli.errors import failures
 from reconciler.kube.cluster import Cluster
+
+PrintOnly = Annotated[
+    bool, typer.Option("--print", help="Print the CRDs as YAML instead of installing them.")
+]
+"""The `--print` option of every `install-crds` command."""
 
 
 def print_or_install(

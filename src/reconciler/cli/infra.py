@@ -11,7 +11,7 @@ import typer
 from prometheus_client import start_http_server
 from pydantic import ValidationError
 
-from reconciler.cli.crds import print_or_install
+from reconciler.cli.crds import PrintOnly, print_or_install
 from reconciler.cli.errors import BAD_INPUT, fail, failures
 from reconciler.cli.signals import stop_within
 from reconciler.infra.crds import all_crds
@@ -38,9 +38,7 @@ def _group() -> None:
 @app.command("install-crds")
 def install_crds_command(
     kubeconfig: Kubeconfig = None,
-    print_only: Annotated[
-        bool, typer.Option("--print", help="Print the CRDs as YAML instead of installing them.")
-    ] = False,
+    print_only: PrintOnly = False,
 ) -> None:
     """Install the Runtime and GardenerCluster CRDs (or print them with --print)."""
     print_or_install(kubeconfig, print_only, all_crds(), install_crds)

@@ -13,7 +13,7 @@ from prometheus_client import start_http_server
 
 from reconciler.charts.sources import ChartCache
 from reconciler.cli import watcher
-from reconciler.cli.crds import print_or_install
+from reconciler.cli.crds import PrintOnly, print_or_install
 from reconciler.cli.signals import stop_within
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
@@ -48,9 +48,7 @@ def _fail(message: str) -> typer.Exit:
 @app.command("install-crds")
 def install_crds_command(
     kubeconfig: Kubeconfig = None,
-    print_only: Annotated[
-        bool, typer.Option("--print", help="Print the CRDs as YAML instead of installing them.")
-    ] = False,
+    print_only: PrintOnly = False,
 ) -> None:
     """Install the CRDs (or print them with --print)."""
     print_or_install(kubeconfig, print_only, all_crds(), install_crds)
