@@ -29,6 +29,7 @@ from reconciler.infra.resources import (
 from reconciler.infra.states import EXPIRES_AT
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
+from reconciler.kube.finalizers import finalizer_patch
 
 Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -98,13 +99,11 @@ class Kubeconfigs:
     async def set_finalizer(self, runtime: Body, finalizer: str, present: bool) -> None:
         """Add or remove one finalizer, guarded by the resourceVersion (409 when it moved)."""
         meta = runtime["metadata"]
-        current: list[str] = list(meta.get("finalizers") or [])
-        if (finalizer in current) == present:
+        patch = finalizer_patch(meta, finalizer, present)
+        if patch is None:
             return
-        wanted = [*current, finalizer] if present else [f for f in current if f != finalizer]
-        patch = {"metadata": {"finalizers": wanted, "resourceVersion": meta["resourceVersion"]}}
         await self._patch(runtime, patch)
-        meta["finalizers"] = wanted
+        meta["finalizers"] = patch["metadata"]["finalizers"]
 
     async def read(self, runtime: Body) -> tuple[Body | None, Body | None]:
         """The kubeconfig Secret and the GardenerCluster of a Runtime (None: missing)."""

@@ -11,6 +11,7 @@ from typing import Any
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
+from reconciler.kube.finalizers import finalizer_patch
 from reconciler.operator.resources import API_VERSION, FIELD_MANAGER
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -84,10 +85,8 @@ class ControlPlane:
     async def set_finalizer(self, body: Body, finalizer: str, present: bool) -> None:
         """Add or remove one finalizer, guarded by the resourceVersion (409 when it moved)."""
         meta = body["metadata"]
-        current: list[str] = list(meta.get("finalizers") or [])
-        if (finalizer in current) == present:
+        patch = finalizer_patch(meta, finalizer, present)
+        if patch is None:
             return
-        wanted = [*current, finalizer] if present else [f for f in current if f != finalizer]
-        patch = {"metadata": {"finalizers": wanted, "resourceVersion": meta["resourceVersion"]}}
         await self.patch(body["kind"], meta["namespace"], meta["name"], patch)
-        meta["finalizers"] = wanted
+        meta["finalizers"] = patch["metadata"]["finalizers"]
