@@ -272,6 +272,8 @@ async def running_api(
                 yield Api(engine, app, client, audit_file, audit)
             finally:
                 audit.close()
+                # ASGITransport runs no lifespan: close what the app's shutdown would
+                await app.state.api.console_clients.aclose()
 
 
 def quiet_audit() -> AuditLog:

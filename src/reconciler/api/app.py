@@ -106,6 +106,7 @@ def create_app(
         finally:
             flusher.cancel()
             await asyncio.gather(flusher, return_exceptions=True)
+            await api.console_clients.aclose()
             if own_audit:
                 audit_log.close()
 
@@ -116,7 +117,7 @@ def create_app(
         lifespan=lifespan,
         strict_content_type=False,  # Go clients may omit Content-Type; bearer auth, no cookies
     )
-    app.state.api = ApiContext(
+    app.state.api = api = ApiContext(
         service=service,
         settings=settings,
         validate_spec=validate_spec or accept_any_spec,

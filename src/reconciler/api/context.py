@@ -8,12 +8,13 @@ own validators side by side.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from fastapi import Request
 
 from reconciler.api.settings import ApiSettings
+from reconciler.kube.clients import ClientCache
 from reconciler.kube.probe import KubeconfigCheck
 from reconciler.model.cluster import ClusterSpec
 from reconciler.mothership.service import MothershipService
@@ -29,6 +30,13 @@ class ApiContext:
     validate_spec: SpecValidator
     check_kubeconfig: KubeconfigCheck
     ready: ReadinessProbe
+    console_clients: ClientCache = field(
+        default_factory=lambda: ClientCache(
+            max_idle=1, allow_host_access=True, timeout=10.0, pool=2
+        )
+    )
+    """The console's Kyma view polls its cluster every 5 s: one client (connection, TLS
+    session) for all polls and viewers, not a handshake per poll. Closed on shutdown."""
 
     def base_url(self, request: Request) -> str:
         return self.settings.public_url or str(request.base_url)

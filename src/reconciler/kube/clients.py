@@ -7,6 +7,12 @@ clients (connection pools) are kept per kubeconfig digest for a short idle time,
 attempt still gets a fresh `Cluster` with its own discovery: capabilities never come from before
 a CRD another component just applied. Only a digest of the kubeconfig is kept as key; the text
 lives inside the client as before. A bounded number of idle clients, all closed on shutdown.
+
+A client whose use fails with a connection error or an authentication/authorization refusal
+(401) is dropped at once (and closed when its last user is done): the next use builds a
+fresh one, so a restarted apiserver, rotated certificates or a re-issued token recover without
+waiting for the idle time. `client` hands out the shared `KubeClient` itself for readers that
+need no discovery (the admin console's Kyma view polls every few seconds).
 """
 
 from __future__ import annotations
@@ -15,11 +21,25 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from reconciler.kube.client import KubeClient
+from reconciler.errors import ClusterUnreachable
+from reconciler.kube.client import KubeApiError, KubeClient
 from reconciler.kube.cluster import Cluster
+
+UNAUTHORIZED = 401
+"""After it a client's credentials are suspect (a re-issued token or certificate must be read
+anew from the kubeconfig, which only a new client does). Not 403: an RBAC refusal of one
+request says nothing about the credentials, and would only churn clients."""
+
+
+def _content(path: Path) -> bytes:
+    try:
+        return path.expanduser().read_bytes()
+    except OSError:
+        return b""  # the client factory names the problem; nothing is cached
 
 
 @dataclass
@@ -27,17 +47,27 @@ class _Entry:
     client: KubeClient
     users: int = 0
     last_used: float = field(default_factory=time.monotonic)
+    dropped: bool = False
 
 
 class ClientCache:
     def __init__(
-        self, *, max_idle: int = 32, idle_seconds: float = 60.0, allow_host_access: bool = False
+        self,
+        *,
+        max_idle: int = 32,
+        idle_seconds: float = 60.0,
+        allow_host_access: bool = False,
+        timeout: float = 30.0,
+        pool: int = 64,
     ) -> None:
         """`allow_host_access`: kubeconfigs may run commands or read files here (only for ones
-        a policy already accepted, such as those the mothership stored)."""
+        a policy already accepted, such as those the mothership stored). `timeout` and `pool`
+        are each client's (a poller wants a short timeout and few connections)."""
         self.max_idle = max_idle
         self.idle_seconds = idle_seconds
         self.allow_host_access = allow_host_access
+        self.timeout = timeout
+        self.pool = pool
         self._entries: dict[str, _Entry] = {}
 
     def __len__(self) -> int:
@@ -50,22 +80,62 @@ class ClientCache:
         Raises KubeconfigError / ClusterUnreachable as `Cluster.connect` does.
         """
         key = hashlib.sha256(kubeconfig.encode()).hexdigest()
+        async with self._lease(key, lambda: self._new(kubeconfig, text=True)) as client:
+            cluster = Cluster(client)
+            await cluster.version()
+            yield cluster
+
+    @contextlib.asynccontextmanager
+    async def client(self, kubeconfig: Path) -> AsyncIterator[KubeClient]:
+        """The shared client of a kubeconfig file, without a probe or discovery.
+
+        Keyed by the path and the file's content, so a rewritten kubeconfig (rotated
+        credentials) gets a new client. Raises KubeconfigError as `load_kubeconfig` does.
+        """
+        content = await asyncio.to_thread(_content, kubeconfig)
+        key = hashlib.sha256(str(kubeconfig).encode() + b"\0" + content).hexdigest()
+        async with self._lease(key, lambda: self._new(kubeconfig)) as client:
+            yield client
+
+    def _new(self, kubeconfig: str | Path, *, text: bool = False) -> KubeClient:
+        return KubeClient.from_kubeconfig(
+            kubeconfig,
+            text=text,
+            allow_host_access=self.allow_host_access,
+            timeout=self.timeout,
+            pool=self.pool,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _lease(
+        self, key: str, factory: Callable[[], KubeClient]
+    ) -> AsyncIterator[KubeClient]:
         entry = self._entries.get(key)
         if entry is None:
-            client = KubeClient.from_kubeconfig(
-                kubeconfig, text=True, allow_host_access=self.allow_host_access
-            )
-            entry = _Entry(client)
+            entry = _Entry(factory())
             self._entries[key] = entry
         entry.users += 1
         try:
-            cluster = Cluster(entry.client)
-            await cluster.version()
-            yield cluster
+            yield entry.client
+        except ClusterUnreachable:
+            self._drop(key, entry)
+            raise
+        except KubeApiError as exc:
+            if exc.status == UNAUTHORIZED:
+                self._drop(key, entry)
+            raise
         finally:
             entry.users -= 1
             entry.last_used = time.monotonic()
+            if entry.dropped and entry.users == 0:
+                await entry.client.aclose()
             await self._evict()
+
+    def _drop(self, key: str, entry: _Entry) -> None:
+        """No new user gets this client; the last current one closes it."""
+        entry.dropped = True
+        if self._entries.get(key) is entry:
+            del self._entries[key]
 
     async def _evict(self) -> None:
         now = time.monotonic()

@@ -6,9 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import yaml
+
 from reconciler.api import ApiSettings
 from reconciler.api.auth import Role
 from reconciler.api.console.kyma import read_kyma_view
+from reconciler.api.context import ApiContext
+from reconciler.kube.client import KubeClient
+from reconciler.kube.clients import ClientCache
 from tests.api.console.kyma_objects import create_kyma_objects
 from tests.api.support import Tokens, running_api
 from tests.conftest import ClusterFactory, KubeTarget
@@ -36,8 +42,64 @@ async def test_a_cluster_without_the_operator_kinds_says_so(
 ) -> None:
     bare = await cluster_factory()
 
-    view = await read_kyma_view(bare.kubeconfig)
+    clients = ClientCache()
+    try:
+        view = await read_kyma_view(bare.kubeconfig, clients)
+    finally:
+        await clients.aclose()
 
     assert view.configured
     assert not view.installed
     assert view.error == ""
+
+
+async def test_polls_share_one_client(
+    kube_cluster: KubeTarget, tmp_path: Path, tokens: Tokens, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view refreshes every 5 s: a handshake per refresh and viewer is what it must not do."""
+    opened: list[KubeClient] = []
+    new = ClientCache._new
+
+    def counting(self: ClientCache, kubeconfig: str | Path, *, text: bool = False) -> KubeClient:
+        client = new(self, kubeconfig, text=text)
+        opened.append(client)
+        return client
+
+    monkeypatch.setattr(ClientCache, "_new", counting)
+    settings = ApiSettings(tokens_file=tokens.path, console_kubeconfig=kube_cluster.kubeconfig)
+    async with running_api(tmp_path, settings, headers=tokens.header(Role.VIEWER)) as api:
+        for _ in range(5):
+            answer = await api.client.get("/ui/fragments/kyma")
+            assert answer.status_code == 200
+            assert "cannot read the cluster" not in answer.text
+        context: ApiContext = api.app.state.api
+        assert len(context.console_clients) == 1
+
+    assert len(opened) == 1
+
+
+async def test_a_refused_or_unreachable_client_is_not_kept(
+    kube_cluster: KubeTarget, tmp_path: Path
+) -> None:
+    """A re-issued token or a restarted apiserver must not leave the view failing until the
+    client idles out: the failing client is dropped and the next refresh builds a new one."""
+    config = yaml.safe_load(kube_cluster.kubeconfig.read_text())
+    for user in config["users"]:
+        user["user"] = {"token": "not-a-valid-token"}
+    refused = tmp_path / "refused.yaml"
+    refused.write_text(yaml.safe_dump(config))
+    for cluster in config["clusters"]:
+        cluster["cluster"]["server"] = "https://127.0.0.1:1"
+    unreachable = tmp_path / "unreachable.yaml"
+    unreachable.write_text(yaml.safe_dump(config))
+    clients = ClientCache()
+    try:
+        for kubeconfig in (refused, unreachable):
+            view = await read_kyma_view(kubeconfig, clients)
+            assert view.error.startswith("cannot read the cluster"), view
+            assert len(clients) == 0
+        view = await read_kyma_view(kube_cluster.kubeconfig, clients)
+        assert view.error == ""
+        assert len(clients) == 1
+    finally:
+        await clients.aclose()

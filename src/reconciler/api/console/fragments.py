@@ -144,5 +144,5 @@ async def diff(
 
 @router.get("/kyma")
 async def kyma(request: Request, ctx: Ctx, _: Viewer) -> Response:
-    view = await read_kyma_view(ctx.settings.console_kubeconfig)
+    view = await read_kyma_view(ctx.settings.console_kubeconfig, ctx.console_clients)
     return fragment(request, "kyma.html", view=view)

@@ -1,8 +1,10 @@
 """The console's Kyma / Manifest view: per-module state of the operator-mode resources in the
 cluster the console is pointed at (`ApiSettings.console_kubeconfig`), read only.
 
-Two LISTs per refresh (Kyma and Manifest, all namespaces); a cluster without the operator's
-CRDs answers 404, which the view shows as "no operator-mode resources" rather than an error.
+Two LISTs per refresh (Kyma and Manifest, all namespaces) over one client shared by every
+refresh and viewer (`ApiContext.console_clients`; dropped after a connection or authentication
+error, so the next refresh starts afresh). A cluster without the operator's CRDs answers 404,
+which the view shows as "no operator-mode resources" rather than an error.
 Only names, states, versions, channels and condition messages are read out of the objects.
 """
 
@@ -13,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.kube.client import KubeApiError
+from reconciler.kube.clients import ClientCache
 from reconciler.operator.resources import API_VERSION, MODULE_NAME, KymaKind, ManifestKind
 
 
@@ -94,13 +97,11 @@ def _manifest(item: dict[str, Any]) -> ManifestRow:
     )
 
 
-async def read_kyma_view(kubeconfig: Path | None) -> KymaView:
+async def read_kyma_view(kubeconfig: Path | None, clients: ClientCache) -> KymaView:
     if kubeconfig is None:
         return KymaView(configured=False)
     try:
-        async with KubeClient.from_kubeconfig(
-            kubeconfig, allow_host_access=True, timeout=10.0, pool=2
-        ) as client:
+        async with clients.client(kubeconfig) as client:
             try:
                 kymas = await client.request("GET", f"/apis/{API_VERSION}/{KymaKind.plural}")
                 manifests = await client.request(
