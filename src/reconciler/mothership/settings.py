@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ByteSize, Field
+from pydantic import ByteSize, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reconciler.charts.sources import DEFAULT_MAX_CACHE_BYTES
@@ -68,8 +68,11 @@ class Settings(BaseSettings):
     """At most this many operations of one cluster at once (fairness)."""
     max_retries: int = 3
     retry_backoff: float = 2.0
-    heartbeat_interval: float = 5.0
-    orphan_timeout: float = 60.0
+    heartbeat_interval: float = Field(default=5.0, gt=0)
+    """Seconds between the heartbeats of an operation a worker of this instance runs."""
+    orphan_timeout: float = Field(default=60.0, gt=0)
+    """An operation without a heartbeat this long is declared orphaned and run again: at least
+    twice `heartbeat_interval` (checked at start-up), so one late heartbeat is not a death."""
     bookkeeping_interval: float = 2.0
     operation_timeout: float = 600.0
     full_reconcile_after: float = Field(default=3600.0, gt=0)
@@ -98,6 +101,17 @@ class Settings(BaseSettings):
     charts_cache_max_bytes: ByteSize = Field(default=ByteSize(DEFAULT_MAX_CACHE_BYTES), gt=0)
     """Size limit of the chart cache (e.g. `2GiB`); least recently used charts are removed."""
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        """Refuse pairs that contradict each other rather than misbehave at run time."""
+        if self.heartbeat_interval * 2 > self.orphan_timeout:
+            raise ValueError(
+                f"heartbeat_interval ({self.heartbeat_interval:g} s) must be at most half of "
+                f"orphan_timeout ({self.orphan_timeout:g} s): otherwise an operation is "
+                "declared orphaned (and run a second time) while its worker is alive"
+            )
+        return self
+
     def sqlalchemy_url(self) -> str:
         if self.database_url:
             return self.database_url
@@ -125,4 +139,17 @@ class Settings(BaseSettings):
                 raise SettingsError(f"settings file {path} must hold a mapping")
             data.update(loaded)
         data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**data)
+        try:
+            return cls(**data)
+        except ValidationError as exc:
+            raise SettingsError(f"invalid settings: {problems(exc)}") from None
+
+
+def problems(exc: ValidationError) -> str:
+    """One line naming each invalid setting (never echoing values: some are secrets)."""
+    parts = []
+    for err in exc.errors(include_input=False):
+        where = ".".join(str(p) for p in err["loc"])  # empty: a check across settings
+        message = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)

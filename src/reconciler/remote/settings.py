@@ -25,7 +25,9 @@ class ComponentSettings(BaseSettings):
     workers: int = Field(default=16, ge=1, le=10_000)
     """Tasks held at once, from acceptance until the final callback is delivered or given up."""
     heartbeat_interval: float = Field(default=2.0, gt=0)
-    """Seconds between `running` callbacks while a task runs (the original sent one per 30 s)."""
+    """Seconds between `running` callbacks while a task runs (the original sent one per 30 s).
+    At most half the mothership's `orphan_timeout` (60 s; another process, so not checked
+    here), or a running task is declared orphaned and handed out again."""
     components: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Components this instance serves; empty = all."""
 
@@ -61,6 +63,9 @@ class ComponentSettings(BaseSettings):
     retry_delay: float = Field(default=1.0, ge=0)
     """First pause between failed attempts of a task; doubles up to `retry_max_delay`."""
     retry_max_delay: float = Field(default=15.0, ge=0)
+    """At least `retry_delay` (checked at start-up). Keep it well below the mothership's
+    `callback_orphan_timeout` (60 s): an operation whose task reported `failed` and waits this
+    long for its next attempt is otherwise handed to another worker meanwhile."""
     callback_timeout: float = Field(default=5.0, gt=0)
     """Timeout of one callback request."""
     final_callback_grace: float = Field(default=30.0, ge=0)
@@ -89,6 +94,12 @@ class ComponentSettings(BaseSettings):
             raise ValueError("cert_file and key_file go together")
         if (self.client_cert_file is None) != (self.client_key_file is None):
             raise ValueError("client_cert_file and client_key_file go together")
+        if self.retry_max_delay < self.retry_delay:
+            raise ValueError(
+                f"retry_max_delay ({self.retry_max_delay:g} s) is below retry_delay "
+                f"({self.retry_delay:g} s): the cap of the backoff would be shorter than its "
+                "first pause"
+            )
         return self
 
     @property
