@@ -7,7 +7,10 @@ import base64
 import datetime as dt
 from typing import Any
 
+import pytest
+
 from reconciler.devcluster.gardener import FAULT
+from reconciler.infra.gardener import GardenerError
 from reconciler.infra.kubeconfigs import secret_name
 from reconciler.infra.resources import (
     API_VERSION,
@@ -248,3 +251,97 @@ async def test_kubeconfigs_rotate_at_60_percent_of_validity_and_on_the_force_ann
 
     fourth = await poll_until(rewritten, timeout=60, what="an emptied Secret rewritten")
     assert fourth["data"] != third["data"]
+
+
+async def test_deleting_a_failed_runtime_reports_terminating_until_it_is_gone(
+    world: World,
+) -> None:
+    """Failed is no end state for a deletion: the Shoot is deleted as for any other state."""
+    world.garden.simulator.faults["shoot-fd"] = "error"
+    body = runtime("rt-fd", world.namespace, shoot="shoot-fd")
+    await world.kcp.apply(body)
+    await world.state("rt-fd", "Failed")
+
+    await world.kcp.delete(body)
+    terminating = await world.state("rt-fd", "Terminating")
+    deprovisioned = next(
+        c for c in terminating["status"]["conditions"] if c["type"] == "Deprovisioned"
+    )
+    assert "shoot-fd" in deprovisioned["message"]
+
+    async def deleted() -> bool:
+        return await world.runtime("rt-fd") is None and "shoot-fd" not in await shoot_names(world)
+
+    await poll_until(deleted, timeout=60, what="Runtime and Shoot gone")
+
+
+HOLD = "test.reconciler.kyma-project.io/hold"
+
+
+async def release(world: World, body: dict[str, Any]) -> None:
+    """Drop the test's own finalizer; the Runtime then goes."""
+    live = await world.runtime(body["metadata"]["name"])
+    assert live is not None
+    patch = {"metadata": {"finalizers": [f for f in live["metadata"]["finalizers"] if f != HOLD]}}
+    path = f"/apis/{API_VERSION}/namespaces/{world.namespace}/runtimes/{live['metadata']['name']}"
+    await world.kcp.client.request(
+        "PATCH", path, body=patch, content_type="application/merge-patch+json"
+    )
+
+    async def gone() -> bool:
+        return await world.runtime(body["metadata"]["name"]) is None
+
+    await poll_until(gone, timeout=60, what="Runtime gone")
+
+
+async def test_deleting_a_runtime_whose_shoot_gardener_refused_reports_terminating(
+    world: World,
+) -> None:
+    """Failed before any Shoot existed (Gardener refused it for good): the deletion reports
+    Terminating all the same, here seen while another finalizer holds the Runtime."""
+    body = runtime("rt-fn", world.namespace, shoot="Not_A_Name")
+    body["metadata"]["finalizers"] = [HOLD]
+    await world.kcp.apply(body)
+    await world.state("rt-fn", "Failed")
+
+    await world.kcp.delete(body)
+
+    async def released() -> dict[str, Any] | None:
+        live = await world.runtime("rt-fn")
+        assert live is not None
+        return live if FINALIZER not in live["metadata"]["finalizers"] else None
+
+    live = await poll_until(released, timeout=60, what="our finalizer removed")
+    assert live["status"]["state"] == "Terminating", live["status"]
+    await release(world, body)
+
+
+async def test_a_final_gardener_error_while_deleting_is_retried_as_terminating(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed would stop the machine (no requeue) with our finalizer and the Shoot left."""
+    body = runtime("rt-fg", world.namespace, shoot="shoot-fg")
+    await world.kcp.apply(body)
+    await world.state("rt-fg", "Ready")
+    assert world.manager is not None
+    gardener = world.manager.gardener
+    delete_shoot = gardener.delete_shoot
+    refusals = [GardenerError("Gardener refused to delete Shoot shoot-fg", retryable=False)]
+
+    async def refusing(name: str) -> bool:
+        if refusals:
+            raise refusals.pop()
+        return await delete_shoot(name)
+
+    monkeypatch.setattr(gardener, "delete_shoot", refusing)
+    await world.kcp.delete(body)
+    terminating = await world.state("rt-fg", "Terminating")
+    deprovisioned = next(
+        c for c in terminating["status"]["conditions"] if c["type"] == "Deprovisioned"
+    )
+    assert "refused to delete Shoot shoot-fg" in deprovisioned["message"]
+
+    async def deleted() -> bool:
+        return await world.runtime("rt-fg") is None and "shoot-fg" not in await shoot_names(world)
+
+    await poll_until(deleted, timeout=60, what="Runtime and Shoot gone after the retry")

@@ -80,21 +80,33 @@ class Kubeconfigs:
         live = await self.kcp.get(_ref("Runtime", namespace, name))
         return None if live is None else live.raw
 
-    async def _patch(self, body: Body, patch: Body, *, status: bool = False) -> None:
+    async def _patch(self, body: Body, patch: Body, *, status: bool = False) -> Body | None:
+        """The object as patched (None: it is gone)."""
         meta = body["metadata"]
         info = await self.kcp.mapper.resolve(body["apiVersion"], body["kind"])
         path = info.path(meta["namespace"], meta["name"]) + ("/status" if status else "")
         try:
-            await self.kcp.client.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+            answer = await self.kcp.client.request(
+                "PATCH", path, body=patch, content_type=MERGE_PATCH
+            )
         except KubeApiError as exc:
             if exc.status != 404:
                 raise
+            return None
+        return answer if isinstance(answer, dict) else None
 
     async def set_status(self, runtime: Body, status: Body) -> None:
+        """Write the status; the Runtime's resourceVersion and finalizers follow the answer, so
+        a finalizer patch in the same pass is guarded by what the status write returned (not
+        refused with 409 because of our own write)."""
         if runtime.get("status") == status:
             return
-        await self._patch(runtime, {"status": status}, status=True)
+        answer = await self._patch(runtime, {"status": status}, status=True)
         runtime["status"] = status
+        if answer is not None:
+            meta, fresh = runtime["metadata"], answer.get("metadata") or {}
+            meta["resourceVersion"] = fresh.get("resourceVersion", meta.get("resourceVersion"))
+            meta["finalizers"] = list(fresh.get("finalizers") or [])
 
     async def set_finalizer(self, runtime: Body, finalizer: str, present: bool) -> None:
         """Add or remove one finalizer, guarded by the resourceVersion (409 when it moved)."""

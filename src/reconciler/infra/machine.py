@@ -142,7 +142,10 @@ class RuntimeMachine:
                 log.debug("transition", step=str(step), next=str(result))
                 step = result
         except GardenerError as exc:
-            if not exc.retryable:
+            # a deletion never ends as Failed: that stops the machine (no requeue) and leaves
+            # the Runtime, our finalizer and perhaps the Shoot behind; it backs off and retries
+            deleting = bool(run.runtime["metadata"].get("deletionTimestamp"))
+            if not exc.retryable and not deleting:
                 await self._report(
                     run, State.FAILED, ConditionType.PROVISIONED, "GardenerErr", str(exc)
                 )
@@ -339,6 +342,17 @@ class RuntimeMachine:
         return Stop(State.TERMINATING, self.settings.poll_interval)
 
     async def _remove_finalizer(self, run: Pass) -> Stop:
+        if FINALIZER in (run.runtime["metadata"].get("finalizers") or []):
+            # whatever the state was (Failed included: no Shoot was ever created), the Runtime
+            # reports its deletion; other finalizers may keep it a while longer
+            await self._report(
+                run,
+                State.TERMINATING,
+                ConditionType.DEPROVISIONED,
+                "Deletion",
+                "Shoot deleted",
+                ok=True,
+            )
         await self.kubeconfigs.set_finalizer(run.runtime, FINALIZER, False)
         self.backoff.forget((run.namespace, run.name))
         self.metrics.forget(run.namespace, run.name)
