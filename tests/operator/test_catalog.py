@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from reconciler.operator.catalog import CatalogError, resolve, version_key
+from reconciler.operator.remote_catalog import offered
 from reconciler.operator.resources import Module
+from tests.operator.modules import kyma as modules_kyma
 from tests.operator.modules import release_meta, template
 
 NS = "kcp-system"
@@ -71,3 +73,58 @@ def test_versions_order_numerically_and_releases_after_prereleases() -> None:
     assert version_key("1.10.0") > version_key("1.9.0")
     assert version_key("v2.0.0") > version_key("2.0.0-rc.1")
     assert version_key("1.0.0") == version_key("v1.0.0")
+
+
+@pytest.mark.parametrize("flag", ["beta", "internal"])
+def test_a_beta_or_internal_module_is_offered_only_to_a_kyma_labelled_for_it(flag: str) -> None:
+    """As the lifecycle manager: the ModuleReleaseMeta's flag against the Kyma's label."""
+    meta = release_meta(NS, "alpha", {"regular": "1.0.0"})
+    meta["spec"][flag] = True
+    templates = [template(NS, "alpha", "1.0.0", CHART)]
+    label = f"operator.kyma-project.io/{flag}"
+    for labels in (None, {}, {label: "false"}, {f"operator.kyma-project.io/x{flag}": "true"}):
+        with pytest.raises(
+            CatalogError,
+            match=re.escape(f"module alpha is {flag}: offered only to Kymas labelled {label}=true"),
+        ):
+            resolve(Module(name="alpha"), "regular", [meta], templates, kyma_labels=labels)
+    for value in ("true", "True"):
+        resolved = resolve(
+            Module(name="alpha"), "regular", [meta], templates, kyma_labels={label: value}
+        )
+        assert resolved.version == "1.0.0"
+
+
+def test_an_internal_beta_module_needs_both_labels_and_old_catalogs_label_the_template() -> None:
+    meta = release_meta(NS, "alpha", {"regular": "1.0.0"})
+    meta["spec"].update(beta=True, internal=True)
+    templates = [template(NS, "alpha", "1.0.0", CHART)]
+    beta_only = {"operator.kyma-project.io/beta": "true"}
+    with pytest.raises(CatalogError, match="is internal"):
+        resolve(Module(name="alpha"), "regular", [meta], templates, kyma_labels=beta_only)
+    both = {**beta_only, "operator.kyma-project.io/internal": "true"}
+    resolve(Module(name="alpha"), "regular", [meta], templates, kyma_labels=both)
+
+    legacy = template(NS, "alpha", "2.0.0", CHART)
+    legacy["spec"]["channel"] = "regular"
+    legacy["metadata"]["labels"] = {"operator.kyma-project.io/beta": "true"}
+    with pytest.raises(CatalogError, match="is beta"):
+        resolve(Module(name="alpha"), "regular", [], [legacy])
+    assert resolve(Module(name="alpha"), "regular", [], [legacy], kyma_labels=beta_only)
+
+
+def test_the_remote_catalog_offers_beta_and_internal_modules_only_to_labelled_kymas() -> None:
+    metas = [
+        release_meta(NS, "alpha", {"regular": "1.0.0"}),
+        release_meta(NS, "beta", {"regular": "1.0.0"}),
+        release_meta(NS, "gamma", {"regular": "1.0.0"}),
+    ]
+    metas[1]["spec"]["beta"] = True
+    metas[2]["spec"]["internal"] = True
+    templates = [template(NS, name, "1.0.0", CHART) for name in ("alpha", "beta", "gamma")]
+    kyma = modules_kyma(NS, "k", "regular", [])
+    assert set(offered(kyma, metas, templates)) == {"alpha-1.0.0"}
+    kyma["metadata"]["labels"] = {"operator.kyma-project.io/beta": "true"}
+    assert set(offered(kyma, metas, templates)) == {"alpha-1.0.0", "beta-1.0.0"}
+    kyma["metadata"]["labels"]["operator.kyma-project.io/internal"] = "true"
+    assert set(offered(kyma, metas, templates)) == {"alpha-1.0.0", "beta-1.0.0", "gamma-1.0.0"}

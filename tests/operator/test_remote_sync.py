@@ -122,3 +122,33 @@ def _remote_templates_present(world: World) -> Any:
         return bool(await _remote_templates(world))
 
     return check
+
+
+async def test_a_beta_module_is_refused_to_an_unlabelled_kyma_and_not_offered_remotely(
+    world: World,
+) -> None:
+    await world.catalog()
+    flagged = modules.release_meta(world.namespace, "beta", {"regular": "1.0.0"})
+    flagged["spec"]["beta"] = True
+    await world.control.apply(flagged)
+    await world.control.apply(
+        modules.kubeconfig_secret(world.namespace, "r9", world.remote_kubeconfig)
+    )
+    await world.control.apply(
+        modules.kyma(world.namespace, "r9", "regular", [{"name": "beta", "managed": True}])
+    )
+
+    kyma = await world.kyma_state("r9", "Error")
+    (module,) = kyma["status"]["modules"]
+    assert module["state"] == "Error"
+    assert module["message"] == (
+        "module beta is beta: offered only to Kymas labelled operator.kyma-project.io/beta=true"
+    )
+    assert await world.get("Manifest", "r9-beta") is None
+
+    await world.until(lambda: remote_kyma(world), "the remote Kyma kyma-system/default")
+
+    async def catalog_without_beta() -> bool:
+        return await _remote_templates(world) == {"alpha-1.0.0"}
+
+    await world.until(catalog_without_beta, "only alpha offered remotely")

@@ -6,11 +6,17 @@ and version. Without a ModuleReleaseMeta, the older way: the ModuleTemplate whos
 `spec.channel` is the channel. The module's source is the template's `chart` or `rawManifest`
 resource, else the raw-manifest resource of its OCM descriptor. Every failure is a
 `CatalogError` whose message says what is missing, for the Kyma's status.
+
+Beta and internal modules (ModuleReleaseMeta `spec.beta` / `spec.internal`, or, as older
+catalogs say it, the ModuleTemplate's label `operator.kyma-project.io/beta` / `internal` set to
+"true") are offered only to a Kyma carrying the same label set to "true", as the lifecycle
+manager does; any other Kyma gets a `CatalogError` naming the label it lacks.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +24,7 @@ from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
 from reconciler.operator.resources import (
+    GROUP,
     MODULE_NAME,
     Manager,
     Module,
@@ -27,6 +34,9 @@ from reconciler.operator.resources import (
 from reconciler.operator.sources import descriptor_source
 
 SOURCE_KINDS = {"chart": "helm-chart", "rawManifest": "raw-manifest"}
+BETA = f"{GROUP}/beta"
+INTERNAL = f"{GROUP}/internal"
+"""Labels of a Kyma (and, in older catalogs, of a ModuleTemplate): "true" enables."""
 Body = dict[str, Any]
 
 
@@ -65,6 +75,30 @@ def _template_spec(template: Body) -> ModuleTemplateSpec:
         raise CatalogError(f"ModuleTemplate {name}: spec.{where}: {first['msg']}") from None
 
 
+def _enabled(labels: Mapping[str, str] | None, label: str) -> bool:
+    return str((labels or {}).get(label, "")).lower() == "true"
+
+
+def _check_audience(
+    module: str,
+    release: ModuleReleaseMetaSpec | None,
+    template: Body | None,
+    kyma_labels: Mapping[str, str] | None,
+) -> None:
+    """Refuse a beta or internal module to a Kyma without the matching label (internal first,
+    as the lifecycle manager checks)."""
+    labels = (template or {}).get("metadata", {}).get("labels") or {}
+    flags = (
+        ("internal", INTERNAL, release is not None and bool(release.internal)),
+        ("beta", BETA, release is not None and bool(release.beta)),
+    )
+    for flag, label, released_as in flags:
+        if (released_as or _enabled(labels, label)) and not _enabled(kyma_labels, label):
+            raise CatalogError(
+                f"module {module} is {flag}: offered only to Kymas labelled {label}=true"
+            )
+
+
 def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
     """Semantic-version order (numbers as numbers): what a downgrade check compares."""
     core, _, pre = version.lstrip("v").partition("-")
@@ -73,13 +107,21 @@ def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
 
 
 def resolve(
-    module: Module, kyma_channel: str, metas: list[Body], templates: list[Body]
+    module: Module,
+    kyma_channel: str,
+    metas: list[Body],
+    templates: list[Body],
+    *,
+    kyma_labels: Mapping[str, str] | None = None,
 ) -> Resolved:
+    """The template a Kyma's module gets. `kyma_labels` are the Kyma's labels (None: it has
+    none, so beta and internal modules are refused)."""
     channel = module.channel or kyma_channel
     candidates = [t for t in templates if _module_of(t) == module.name]
     meta = next((m for m in metas if (m.get("spec") or {}).get("moduleName") == module.name), None)
     if meta is not None:
         release = ModuleReleaseMetaSpec.model_validate(meta["spec"])
+        _check_audience(module.name, release, None, kyma_labels)
         versions = {c.channel: c.version for c in release.channels or []}
         if channel not in versions:
             raise CatalogError(
@@ -98,6 +140,7 @@ def resolve(
                 f"module {module.name}: no ModuleReleaseMeta and no ModuleTemplate on channel "
                 f"{channel}"
             )
+    _check_audience(module.name, None, template, kyma_labels)
     spec = _template_spec(template)
     name = template["metadata"]["name"]
     found = [(r.name, r.link) for r in spec.resources or [] if r.name in SOURCE_KINDS]

@@ -3,7 +3,9 @@
 For every module of the control plane's catalog (the Kyma's namespace), the ModuleTemplate it
 resolves to on the Kyma's channel (and on any channel a module of the Kyma names) is applied
 to `kyma-system` of the remote cluster, labelled `managed-by: kyma-operator`; copies whose
-template is no longer offered are deleted. Only differences are written.
+template is no longer offered are deleted. Only differences are written. Beta and internal
+modules are offered only when the Kyma carries the matching label (`catalog.py`), so a user
+cannot pick what the Kyma would then be refused.
 """
 
 from __future__ import annotations
@@ -35,13 +37,20 @@ def offered(kyma: Body, metas: list[Body], templates: list[Body]) -> dict[str, B
     names.discard("")
     channels = {spec.channel} | {m.channel for m in spec.modules or [] if m.channel}
     by_name = {t["metadata"]["name"]: t for t in templates}
+    labels = kyma["metadata"].get("labels") or {}
     wanted: dict[str, Body] = {}
     for module in sorted(names):
         for channel in sorted(channels):
             try:
-                resolved = resolve(Module(name=module, channel=channel), channel, metas, templates)
+                resolved = resolve(
+                    Module(name=module, channel=channel),
+                    channel,
+                    metas,
+                    templates,
+                    kyma_labels=labels,
+                )
             except CatalogError:
-                continue  # not on this channel: not offered
+                continue  # not on this channel, or not for this Kyma: not offered
             wanted[resolved.template] = by_name[resolved.template]
     return wanted
 
