@@ -4,43 +4,94 @@ Command groups pull in very different stacks (the operator kopf and aiohttp, the
 service FastAPI and uvicorn, the admin commands httpx, `deploy` lightkube and the chart
 renderer). Importing them all made every invocation, `reconciler --version` included, pay
 ~1 s of CPU before doing anything, so the top-level group knows its commands by name and
-imports a module only when its command runs or its help is shown.
+imports a module only when its command runs or its help is shown. `reconciler --help` (and a
+bare `reconciler`) lists every command from the one-line help kept here, importing none.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 import typer.main
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 if TYPE_CHECKING:
     from typer import _click
 
 from reconciler.version import __version__
 
-# name -> (module, attribute): a typer app (a command group) or a function (one command).
-LAZY_COMMANDS: dict[str, tuple[str, str]] = {
-    "deploy": ("reconciler.cli.components", "deploy"),
-    "delete": ("reconciler.cli.components", "delete"),
-    "template": ("reconciler.cli.components", "template"),
-    "diff": ("reconciler.cli.components", "diff"),
-    "dev-cluster": ("reconciler.cli.devcluster", "app"),
-    "mothership": ("reconciler.cli.mothership", "app"),
-    "cluster": ("reconciler.cli.admin", "cluster_app"),
-    "reconciliation": ("reconciler.cli.admin", "reconciliation_app"),
-    "component": ("reconciler.cli.component", "app"),
-    "operator": ("reconciler.cli.operator", "app"),
-    "infra": ("reconciler.cli.infra", "app"),
+
+class Lazy(NamedTuple):
+    module: str
+    attribute: str
+    """A typer app (a command group) or a function (one command)."""
+    help: str
+    """The command's help line for `reconciler --help`, which must not import `module`; the
+    same as the command's own (`tests/cli/test_cli_startup.py` compares them)."""
+
+
+LAZY_COMMANDS: dict[str, Lazy] = {
+    "deploy": Lazy(
+        "reconciler.cli.components",
+        "deploy",
+        "Install or upgrade the component set on the cluster (exit 0 only when all is ready).",
+    ),
+    "delete": Lazy(
+        "reconciler.cli.components",
+        "delete",
+        "Delete the component set from the cluster, in reverse order.",
+    ),
+    "template": Lazy(
+        "reconciler.cli.components",
+        "template",
+        "Print the manifests the components render to (no cluster needed).",
+    ),
+    "diff": Lazy(
+        "reconciler.cli.components",
+        "diff",
+        "Show what deploy would change (server-side dry-run); exit 1 when something differs.",
+    ),
+    "dev-cluster": Lazy(
+        "reconciler.cli.devcluster",
+        "app",
+        "A local kube-apiserver + etcd + controller-manager for trying things out.",
+    ),
+    "mothership": Lazy(
+        "reconciler.cli.mothership",
+        "app",
+        "The control plane (mothership): storage, scheduler, workers.",
+    ),
+    "cluster": Lazy("reconciler.cli.admin", "cluster_app", "Clusters known to the mothership."),
+    "reconciliation": Lazy(
+        "reconciler.cli.admin", "reconciliation_app", "Reconciliations and their operations."
+    ),
+    "component": Lazy(
+        "reconciler.cli.component",
+        "app",
+        "Component reconciler service (worker side of the internal API).",
+    ),
+    "operator": Lazy(
+        "reconciler.cli.operator",
+        "app",
+        "Operator mode: Kyma, ModuleTemplate, ModuleReleaseMeta, Manifest.",
+    ),
+    "infra": Lazy(
+        "reconciler.cli.infra",
+        "app",
+        "Infrastructure manager: Runtime -> Gardener Shoot -> kubeconfig Secret.",
+    ),
 }
+
+_LISTING = "reconciler.listing"
+"""`ctx.meta` key set while the top-level help is written (commands are only listed)."""
 
 
 def load_command(name: str) -> _click.Command:
     """The click command for `name`, importing its module now."""
-    module, attribute = LAZY_COMMANDS[name]
+    module, attribute, _ = LAZY_COMMANDS[name]
     target: Any = getattr(importlib.import_module(module), attribute)
     if isinstance(target, typer.Typer):
         command: _click.Command = typer.main.get_group(target)
@@ -57,6 +108,9 @@ class _LazyCommands(MutableMapping[str, "_click.Command"]):
 
     def __init__(self, eager: MutableMapping[str, _click.Command]) -> None:
         self._loaded: dict[str, _click.Command] = dict(eager)
+
+    def loaded(self, name: str) -> bool:
+        return name in self._loaded
 
     def __getitem__(self, name: str) -> _click.Command:
         if name not in self._loaded:
@@ -88,6 +142,27 @@ class LazyGroup(TyperGroup):
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
         return list(self.commands)
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        """While the help lists the commands: a stand-in with the help line for a command
+        not loaded yet (importing every group cost `reconciler --help` about a second)."""
+        lazy = LAZY_COMMANDS.get(cmd_name)
+        commands = self.commands
+        if (
+            ctx.meta.get(_LISTING)
+            and lazy is not None
+            and isinstance(commands, _LazyCommands)
+            and not commands.loaded(cmd_name)
+        ):
+            return TyperCommand(cmd_name, help=lazy.help)
+        return super().get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        ctx.meta[_LISTING] = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            del ctx.meta[_LISTING]
 
 
 app = typer.Typer(
