@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Protocol
 
+from reconciler.charts.determinism import chart_varying_calls, varying_calls
 from reconciler.charts.render import Capabilities, Renderer, default_renderer, tree_fingerprint
 from reconciler.charts.sources import ChartCache
 from reconciler.charts.values import chart_values
@@ -33,11 +34,24 @@ class ChartProvider(Protocol):
         `cluster` is a fingerprint of the cluster's capabilities (`RestMapper.fingerprint`)."""
         ...
 
+    async def may_vary(self, task: Task) -> bool:
+        """Whether two renders of `task` with the same inputs may differ (random values, keys,
+        certificates, the time): only then can a second render find generated paths (see
+        `core.generated`). True when unsure."""
+        ...
+
+
+MAX_CACHED_VARYING = 1024
+"""Charts whose `may_vary` answer is kept (a few bytes each; cleared when full)."""
+
 
 class HelmChartProvider:
     def __init__(self, cache: ChartCache, renderer: Renderer | None = None) -> None:
         self.cache = cache
         self.renderer = renderer or default_renderer()
+        self._varying: dict[str, bool] = {}
+        """`may_vary` of a chart by its file-tree fingerprint: reading every file once per
+        chart version, not once per release of it."""
 
     async def render(self, task: Task, capabilities: Capabilities | None) -> list[KubeObject]:
         if task.component == CRDS_COMPONENT:
@@ -79,6 +93,27 @@ class HelmChartProvider:
         ]
         text = json.dumps(inputs, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+    async def may_vary(self, task: Task) -> bool:
+        """The chart's files or the task's values (which templates may `tpl`) call a function
+        whose result changes between renders; the `CRDs` pseudo-component's files are not
+        templates."""
+        if task.component == CRDS_COMPONENT:
+            return False
+        if varying_calls(json.dumps(task.configuration, default=str)):
+            return True
+        chart_dir = await self.cache.fetch(task.chart)
+        return await asyncio.to_thread(self._chart_may_vary, chart_dir)
+
+    def _chart_may_vary(self, chart_dir: Path) -> bool:
+        fingerprint = tree_fingerprint(chart_dir)
+        known = self._varying.get(fingerprint)
+        if known is None:
+            known = bool(chart_varying_calls(chart_dir))
+            if len(self._varying) >= MAX_CACHED_VARYING:
+                self._varying.clear()
+            self._varying[fingerprint] = known
+        return known
 
     async def _crds(self, task: Task) -> list[KubeObject]:
         files = Workspace(Path(task.chart)).crd_files() if task.chart else []

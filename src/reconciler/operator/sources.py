@@ -83,6 +83,12 @@ class ModuleSources:
         inputs = [__version__, text, task.component, task.namespace, task.version, cluster]
         return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()
 
+    async def may_vary(self, task: Task) -> bool:
+        """A raw manifest is applied as written: it renders the same every time."""
+        if task.chart not in self._raw:
+            return await self.charts.may_vary(task)
+        return False
+
 
 def install_link(name: str, source: dict[str, Any]) -> tuple[str | None, bool]:
     """The link a Manifest's `spec.install` names, and whether it is a raw manifest.
