@@ -92,6 +92,9 @@ class TimedProvider:
     async def digest(self, task: Task, cluster: str) -> str:
         return await self.inner.digest(task, cluster)
 
+    async def may_vary(self, task: Task) -> bool:
+        return await self.inner.may_vary(task)
+
 
 @dataclass
 class Probe:
@@ -103,7 +106,11 @@ class Probe:
     _requests: Counter[str] = field(default_factory=Counter)
 
     def start(self) -> None:
-        self._start = {"request_s": self.client.request_seconds, "render_s": self.provider.seconds}
+        self._start = {
+            "request_s": self.client.request_seconds,
+            "render_s": self.provider.seconds,
+            "renders": self.provider.renders,
+        }
         self._requests = Counter(self.client.requests)
 
     def read(self) -> dict[str, Any]:
@@ -115,6 +122,7 @@ class Probe:
             "requests_total": total,
             "request_mean_ms": round(1000 * request_s / total, 2) if total else 0.0,
             "render_s_summed": round(self.provider.seconds - self._start["render_s"], 2),
+            "renders": self.provider.renders - int(self._start["renders"]),
         }
 
 
@@ -240,6 +248,7 @@ def report(rows: list[dict[str, Any]], previous: dict[str, Any] | None) -> str:
                 f"{row['requests'].get('listed objects', 0) / row['n']:.0f}",
                 f"{row['request_mean_ms']:.0f}",
                 f"{1000 * row['render_s_summed'] / row['n']:.0f}",
+                f"{row['renders'] / row['n']:.2f}",
             ]
         )
     text = benchlib.format_table(
@@ -278,6 +287,7 @@ def report(rows: list[dict[str, Any]], previous: dict[str, Any] | None) -> str:
             "LISTed objects/release",
             "request ms",
             "render ms",
+            "renders/release",
         ],
         where,
     )

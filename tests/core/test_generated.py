@@ -18,6 +18,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
 from tests.conftest import KubeTarget
+from tests.helpers.charts import CONFIGMAPS, make_chart
 
 CHART = Path(__file__).parents[1] / "fixtures" / "charts" / "generated"
 
@@ -104,6 +105,54 @@ async def test_generated_values_stay_until_regenerated_and_ca_bundle_matches_the
                 "metadata": {"name": f"gen-{namespace}"},
             }
         )
+
+
+PASSWORD = """\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pw
+stringData:
+  password: {{ randAlphaNum 24 | quote }}
+  user: {{ .Values.user | quote }}
+"""
+
+
+async def test_a_chart_renders_twice_only_when_it_may_vary_and_objects_exist(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    plain = make_chart(tmp_path, "plain", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["a"]})
+    varying = make_chart(tmp_path, "varying", {"pw.yaml": PASSWORD}, {"user": "u1"})
+    provider = CountingProvider(ChartCache(tmp_path / "cache"))
+    reconciler = ComponentReconciler(provider)
+
+    def task(chart: Path, component: str, **changes: Any) -> Task:
+        base = Task(component, namespace, "1", str(chart), timeout=60, wait=False)
+        return Task(**{**base.__dict__, **changes})
+
+    assert (await reconciler.run(task(plain, "plain"), cluster)).ok
+    assert provider.renders == 1  # a first install: nothing exists whose values to keep
+    changed = await reconciler.run(task(plain, "plain", configuration={"greeting": "hi"}), cluster)
+    assert changed.ok, changed.error
+    assert [key.name for key in changed.changed] == ["a"]
+    assert provider.renders == 2  # new inputs over existing objects, and still one render
+
+    assert (await reconciler.run(task(varying, "varying"), cluster)).ok
+    assert provider.renders == 3
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "pw", "namespace": namespace},
+    }
+    first = await cluster.get(secret)
+    upgraded = await reconciler.run(task(varying, "varying", configuration={"user": "u2"}), cluster)
+    assert upgraded.ok, upgraded.error
+    assert provider.renders == 5  # randAlphaNum: a second render finds the generated path
+    kept = await cluster.get(secret)
+    assert first is not None
+    assert kept is not None
+    assert kept.raw["data"]["password"] == first.raw["data"]["password"]
+    assert kept.raw["data"]["user"] != first.raw["data"]["user"]
 
 
 def test_paths_that_differ_between_renders_are_found_as_deep_as_shapes_agree() -> None:

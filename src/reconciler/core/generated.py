@@ -8,7 +8,8 @@ webhook's `caBundle` out of step with its serving certificate for a while. Helm'
 
 - the *generated paths* of a render are the places where two renders of the same inputs differ
   (`generated_paths`); they are computed once per input digest and kept in the component's
-  inventory record, so later runs need one render;
+  inventory record, so later runs need one render; a chart that calls no varying function
+  (`ChartProvider.may_vary`, `charts/determinism.py`) has none and is never rendered twice;
 - for an object that already exists, the live value at each generated path replaces the rendered
   one (`keep_live`), so certificate, key, CA bundle and checksums stay together and unchanged;
 - a *regenerate token* (CLI `--regenerate`, `regenerate` of a component in the API) that differs
@@ -120,14 +121,18 @@ async def keep_generated(
     known: Generated,
     digest: str,
     render_again: Callable[[], Awaitable[list[KubeObject]]],
+    may_vary: Callable[[], Awaitable[bool]],
 ) -> tuple[list[KubeObject], Generated]:
     """`objects` with live values kept at generated paths of those in `existing`, and the
-    generated paths (rendered a second time to find them unless `known` is for `digest`)."""
+    generated paths: `known` when it is for `digest`, none when the chart cannot vary between
+    renders (`may_vary()` false: a second render would find nothing), else found by rendering a
+    second time. Nothing exists on a first install: no paths are needed, none are looked for."""
     if not existing:
         return objects, known
     generated = known
     if not digest or known.digest != digest:
-        generated = Generated(digest, generated_paths(objects, await render_again()))
+        paths = generated_paths(objects, await render_again()) if await may_vary() else {}
+        generated = Generated(digest, paths)
     targets = [obj for obj in objects if obj.key in existing and obj.key in generated.paths]
     lives = await asyncio.gather(*(cluster.get(obj) for obj in targets))
     kept = {

@@ -189,6 +189,7 @@ class ComponentReconciler:
             Generated.load(record.generated),
             digest,
             lambda: self._render_prepared(ctx),
+            lambda: self.charts.may_vary(task),
         )
         return objects, generated.dump()
 
@@ -253,6 +254,7 @@ class ComponentReconciler:
                 generated,
                 digest,
                 lambda: self._render_prepared(ctx),
+                lambda: self.charts.may_vary(task),
             )
         result = await apply_objects(
             cluster,
