@@ -5,9 +5,10 @@ Why: a control plane reconciles many small releases at once; the target is 1,000
 directly, so process start-up is not measured, with bounded concurrency and without waiting for
 readiness, then repeats the same N as a no-op pass (one shared live index per pass, as one
 control-plane run over the cluster: target <= 3 s per 1,000 releases and <= 0.1 requests per
-release). Besides wall time and objects per second it
-prints where the time goes: CPU used by this process and by each of the cluster's servers (all on
-the same 2 cores), the summed render time, and the number and mean latency of API requests.
+release); `--passes ... upgrade` adds a pass with a changed value over the existing releases.
+Besides wall time and objects per second it prints where the time goes: CPU used by this process
+and by each of the cluster's servers (all on the same 2 cores), the summed render time and the
+renders per release, and the number and mean latency of API requests.
 A missed target prints MISS but exits 0. Results: benchmarks/results/fanout-<timestamp>.json.
 """
 
@@ -45,9 +46,13 @@ TARGET_RATE = TARGET_RELEASES / TARGET_SECONDS
 TARGET_RSS_MIB = 300.0
 TARGET_NOOP_RATE = TARGET_RELEASES / 3.0
 TARGET_NOOP_REQUESTS = 0.1
-PASSES = ("first", "no-op")
+PASSES = ("first", "no-op", "upgrade")
+DEFAULT_PASSES = ("first", "no-op")
 HEADLESS = {"service": {"headless": True}}
 """The test bed's service range has 254 addresses: 1,000 ClusterIP Services would not fit."""
+UPGRADE = {**HEADLESS, "message": "upgraded"}
+"""The `upgrade` pass's values: new inputs over existing objects (one Deployment changes), the
+full path with stable generated values looking for generated paths."""
 
 
 class CountingKubeClient(KubeClient):
@@ -145,7 +150,7 @@ async def one_pass(
             namespace=f"fan{n}-{i:04d}",
             version="bench",
             chart=str(CHART),
-            configuration=HEADLESS,
+            configuration=UPGRADE if label == "upgrade" else HEADLESS,
             wait=False,
         )
         async with limit:
@@ -343,8 +348,9 @@ def main() -> int:
         "--passes",
         nargs="+",
         choices=PASSES,
-        default=list(PASSES),
-        help="first install, then the same N again unchanged",
+        default=list(DEFAULT_PASSES),
+        help="first install, then the same N again unchanged; 'upgrade': again with a changed "
+        "value (after the first pass)",
     )
     parser.add_argument("--pool", type=int, default=64, help="HTTP connections to the apiserver")
     parser.add_argument(
