@@ -73,3 +73,25 @@ async def test_a_stop_that_coincides_with_a_new_key_still_stops_every_worker() -
     worker.cancel()
     done, _ = await asyncio.wait([worker], timeout=5)  # not wait_for: it would wait forever
     assert done == {worker}, "the queue ignored its cancellation"
+
+
+async def test_a_handler_knows_whether_only_its_own_timer_started_it() -> None:
+    """A run due to the handler's returned delay is `by_timer`; a run with anything added from
+    outside since the last one (before or while it ran) is not."""
+    seen: list[bool] = []
+    queue: WorkQueue
+
+    async def handler(key: Hashable) -> float | None:
+        seen.append(queue.by_timer(key))
+        if len(seen) == 2:
+            queue.add(key, 0.01)  # reported from outside while running: the next run is not
+        return 0.01 if len(seen) < 4 else None
+
+    queue = WorkQueue(handler, workers=1)
+    worker = asyncio.create_task(queue.run())
+    queue.add("k")
+    await poll_until(lambda: asyncio.sleep(0, len(seen) == 4), timeout=5, what="four runs")
+    worker.cancel()
+    await asyncio.gather(worker, return_exceptions=True)
+    assert seen == [False, True, False, True]
+    assert queue.by_timer("k") is False  # not running

@@ -4,6 +4,10 @@ it is being handled runs once more afterwards, and a key added twice waits for t
 This is the controller-runtime model (level-triggered: the handler reads the object fresh and
 returns when to look again; client-go's `util/workqueue`), which keeps kopf to what it does well
 here: watching. Operator mode and the infrastructure manager share it.
+
+A handler may ask whether the key it runs for is due only to its own timer (`by_timer`): nothing
+was added for it from outside since its last run, which lets a controller whose watches would have
+reported any change skip the periodic re-check (operator mode's settled Manifests).
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ class WorkQueue:
         self._due: dict[Hashable, float] = {}
         self._active: set[Hashable] = set()
         self._dirty: set[Hashable] = set()
+        self._events: set[Hashable] = set()
+        """Keys added from outside (not by their own handler's delay) since their last run."""
+        self._by_timer: dict[Hashable, bool] = {}
         self._seq = itertools.count()
         self._wake = asyncio.Event()
         self._log = get_logger(part=part)
@@ -44,7 +51,11 @@ class WorkQueue:
     def __len__(self) -> int:
         return len(self._due)
 
-    def add(self, key: Hashable, delay: float = 0.0) -> None:
+    def add(self, key: Hashable, delay: float = 0.0, *, timer: bool = False) -> None:
+        """Handle `key` in `delay` seconds (or earlier if it is already due earlier); `timer`:
+        the handler's own "look again" (the queue's), not a change reported from outside."""
+        if not timer:
+            self._events.add(key)
         due = time.monotonic() + max(delay, 0.0)
         if key in self._active and delay <= 0:
             self._dirty.add(key)
@@ -78,9 +89,15 @@ class WorkQueue:
             self._active.add(key)
             return key
 
+    def by_timer(self, key: Hashable) -> bool:
+        """Whether the running handler of `key` was started only by its own timer."""
+        return self._by_timer.get(key, False)
+
     async def _work(self) -> None:
         while True:
             key = await self._next()
+            self._by_timer[key] = key not in self._events
+            self._events.discard(key)
             delay: float | None
             try:
                 delay = await self.handler(key)
@@ -89,11 +106,12 @@ class WorkQueue:
                 delay = self.error_delay
             finally:
                 self._active.discard(key)
+                self._by_timer.pop(key, None)
             if key in self._dirty:
                 self._dirty.discard(key)
                 self.add(key)
             if delay is not None:
-                self.add(key, delay)
+                self.add(key, delay, timer=True)
 
     async def run(self) -> None:
         """Work until cancelled."""

@@ -8,11 +8,16 @@ too; one whose newest managedFields entry is the core's own is that echo and req
 (at fleet scale it would double every install). Anyone else's write, a controller's status
 update (readiness) and every deletion requeue. A watch that fails is dropped and opened again at
 the Manifest's next successful run.
+
+`covers` says whether the watches of a set of kinds have been open without a gap since a given
+moment: then any change since then would have been reported, and a periodic re-check of a settled
+Manifest can be skipped (`operator/settled.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -44,6 +49,8 @@ class DriftWatch:
         self.requeue = requeue
         self._watches: dict[tuple[Cluster, Kind], asyncio.Task[None]] = {}
         self._owners: dict[tuple[Cluster, str], Hashable] = {}
+        self._since: dict[tuple[Cluster, Kind], float] = {}
+        """When each open watch started seeing every change (its listing's time, monotonic)."""
         self._log = get_logger(part="operator-drift")
 
     def __len__(self) -> int:
@@ -60,6 +67,16 @@ class DriftWatch:
     def forget(self, cluster: Cluster, component: str) -> None:
         self._owners.pop((cluster, component), None)
 
+    def covers(self, cluster: Cluster, kinds: set[Kind], since: float) -> bool:
+        """Whether the watches of all `kinds` on `cluster` are open and have seen every change
+        since `since` (monotonic seconds): each listed no later than that and never failed."""
+        for kind in kinds:
+            task = self._watches.get((cluster, kind))
+            started = self._since.get((cluster, kind))
+            if task is None or task.done() or started is None or started > since:
+                return False
+        return True
+
     async def aclose(self) -> None:
         for task in self._watches.values():
             task.cancel()
@@ -75,7 +92,13 @@ class DriftWatch:
             if owner is not None:
                 self.requeue(owner)
 
-        await follow(cluster, kind, {"labelSelector": COMPONENT}, seen, self._log)
+        def listed() -> None:
+            self._since[(cluster, kind)] = time.monotonic()
+
+        try:
+            await follow(cluster, kind, {"labelSelector": COMPONENT}, seen, self._log, listed)
+        finally:
+            self._since.pop((cluster, kind), None)
 
 
 async def follow(
@@ -84,11 +107,13 @@ async def follow(
     params: dict[str, str],
     seen: Callable[[str, dict[str, Any]], None],
     log: Any,
+    listed: Callable[[], None] | None = None,
 ) -> None:
     """Watch the metadata of every object of `kind` (all namespaces, filtered by `params`) and
     call `seen` with each event's type and object metadata, until the watch fails or is
     cancelled; a failure is logged, not raised (the caller opens it again when it next needs
-    it)."""
+    it). `listed` is called once the watch's starting point is fixed: every change after that
+    moment reaches `seen`."""
     try:
         info = await cluster.mapper.resolve(*kind)
         path = info.path(None)
@@ -96,6 +121,8 @@ async def follow(
             "GET", path, params={**params, "limit": "1"}, accept=METADATA_ONLY
         )
         version = str(listing["metadata"]["resourceVersion"])
+        if listed is not None:
+            listed()
         while True:
             query = {**params, "resourceVersion": version, "timeoutSeconds": WATCH_SECONDS}
             async for event in cluster.client.watch(path, query, accept=METADATA_EVENTS):

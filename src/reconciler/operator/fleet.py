@@ -1,5 +1,6 @@
 """What the operator was already told about its fleet: each Kyma's Manifests and kubeconfig
-Secrets, kept from kopf's events so that a reconcile does not ask the apiserver again.
+Secrets, and the catalog (ModuleTemplates, ModuleReleaseMetas), kept from kopf's events so that a
+reconcile does not ask the apiserver again.
 
 At 25,000 Manifests in one namespace, "the Manifests of Kyma k" as a label-selected LIST makes
 the apiserver read and filter every Manifest of the namespace for each Kyma reconcile (and the
@@ -58,6 +59,37 @@ class FleetIndex:
     def __init__(self) -> None:
         self._manifests = _ByKyma()
         self._secrets = _ByKyma()
+        self._catalog: dict[tuple[str, str], dict[str, Body]] = defaultdict(dict)
+        """(namespace, kind) -> name -> body of the catalog's resources."""
+        self._catalog_primed = False
+
+    def prime_catalog(self, items: list[Body]) -> None:
+        """The catalog as listed once before the watches start: from then on the index is
+        complete (events only keep it current), never half-filled by a watch's first listing
+        (a Kyma resolved against templates whose release metadata had not arrived yet would
+        pick another version)."""
+        for body in items:
+            self.catalog_item(body)
+        self._catalog_primed = True
+
+    def catalog_item(self, body: Body, *, deleted: bool = False) -> bool:
+        """Record a catalog event; True when it changes what was known (not a re-listing)."""
+        meta = body.get("metadata", {})
+        items = self._catalog[(str(meta.get("namespace", "")), str(body.get("kind", "")))]
+        name = str(meta.get("name", ""))
+        before = items.pop(name, None)
+        if not deleted:
+            items[name] = body
+        if before is None:
+            return not deleted
+        version = meta.get("resourceVersion")
+        return deleted or before.get("metadata", {}).get("resourceVersion") != version
+
+    def catalog(self, namespace: str, kind: str) -> list[Body] | None:
+        """The namespace's catalog resources of `kind` as last watched (None: not primed)."""
+        if not self._catalog_primed:
+            return None
+        return list(self._catalog.get((namespace, kind), {}).values())
 
     def manifest(self, body: Body, *, deleted: bool = False) -> None:
         self._manifests.observe(body, deleted)

@@ -100,6 +100,20 @@ class KymaController:
             )
         return {str(m["metadata"].get("labels", {}).get(MODULE_NAME, "")): m for m in items}
 
+    async def _catalog(
+        self, namespace: str, *, fresh: bool = False
+    ) -> tuple[list[Body], list[Body], bool]:
+        """ModuleReleaseMetas and ModuleTemplates of the namespace, and whether they came from
+        the fleet index (watched; no request) rather than the apiserver."""
+        if self.fleet is not None and not fresh:
+            metas = self.fleet.catalog(namespace, "ModuleReleaseMeta")
+            templates = self.fleet.catalog(namespace, "ModuleTemplate")
+            if metas is not None and templates is not None:
+                return metas, templates, True
+        metas = await self.control.list("ModuleReleaseMeta", namespace)
+        templates = await self.control.list("ModuleTemplate", namespace)
+        return metas, templates, False
+
     async def _current(self, kyma: Body, module: str, known: dict[str, Body]) -> Body | None:
         """The module's Manifest; one the index has not seen yet (just created, or the index
         is still filling at start) is read, so it is neither re-applied nor shown as missing."""
@@ -114,8 +128,7 @@ class KymaController:
         meta = kyma["metadata"]
         namespace = meta["namespace"]
         spec = KymaSpec.model_validate(kyma.get("spec") or {})
-        metas = await self.control.list("ModuleReleaseMeta", namespace)
-        templates = await self.control.list("ModuleTemplate", namespace)
+        metas, templates, indexed = await self._catalog(namespace)
         existing = await self._manifests(kyma)
         modules: list[dict[str, Any]] = []
         wanted = {m.name for m in spec.modules or []}
@@ -127,7 +140,14 @@ class KymaController:
                 modules.append({"name": module.name, "state": str(State.UNMANAGED)})
                 continue
             try:
-                resolved = resolve(module, spec.channel, metas, templates)
+                try:
+                    resolved = resolve(module, spec.channel, metas, templates)
+                except CatalogError:
+                    if not indexed:
+                        raise
+                    # the index may still be filling (start-up) or lag an event: ask once
+                    metas, templates, indexed = await self._catalog(namespace, fresh=True)
+                    resolved = resolve(module, spec.channel, metas, templates)
                 manifest = await self._ensure_manifest(kyma, module, resolved, current)
             except CatalogError as exc:
                 modules.append(

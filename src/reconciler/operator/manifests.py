@@ -26,7 +26,7 @@ from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task, TaskType
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.drift import DriftWatch
+from reconciler.operator.drift import DriftWatch, Kind
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.resources import (
     FIELD_MANAGER,
@@ -40,6 +40,7 @@ from reconciler.operator.resources import (
     SyncedObject,
 )
 from reconciler.operator.settings import OperatorSettings
+from reconciler.operator.settled import Covered
 from reconciler.operator.sources import ModuleSources, install_link
 from reconciler.operator.status import invalid, last_operation
 from reconciler.operator.targets import TargetClusters, TargetError, TargetMissing
@@ -66,11 +67,24 @@ class ManifestController:
         self.core = core
         self.settings = settings
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
+        self._watched: dict[tuple[str, str], tuple[Cluster, set[Kind]]] = {}
+        """Per Manifest, its target cluster and the kinds its drift watches cover."""
+
+    def covered(self, namespace: str, name: str) -> Covered:
+        """Whether every change of the Manifest's objects since a moment would have been
+        reported by the drift watch (never, without one)."""
+        watched = self._watched.get((namespace, name))
+        drift = self.drift
+        if watched is None or drift is None:
+            return lambda since: False
+        cluster, kinds = watched
+        return lambda since: drift.covers(cluster, kinds, since)
 
     async def handle(self, namespace: str, name: str) -> float | None:
         body = await self.control.get("Manifest", namespace, name)
         if body is None:
             self.backoff.forget((namespace, name))
+            self._watched.pop((namespace, name), None)
             return None
         meta = body["metadata"]
         if meta.get("labels", {}).get(SKIP_RECONCILIATION) == "true":
@@ -153,6 +167,7 @@ class ManifestController:
         if self.drift is not None:
             kinds = {(e.api_version, e.kind) for e in entries}
             self.drift.track(cluster, task.component, ("Manifest", *self._key(body)), kinds)
+            self._watched[self._key(body)] = (cluster, kinds)
         if waiting:
             return await self._report(body, State.PROCESSING, f"waiting: {waiting}", synced=synced)
         state = State.WARNING if outcome.warnings else State.READY
@@ -215,6 +230,7 @@ class ManifestController:
                 )
             if self.drift is not None:
                 self.drift.forget(cluster, meta["name"])
+            self._watched.pop(self._key(body), None)
             outcome = await self.core.run(self._task(body, spec, TaskType.DELETE), cluster)
             if outcome.error:
                 return await self._report(body, State.DELETING, outcome.error, error=True)

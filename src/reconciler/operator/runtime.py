@@ -25,6 +25,8 @@ from lightkube.config.models import User
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
+from reconciler.errors import ReconcilerError
+from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.kubeconfig import load_kubeconfig
 from reconciler.kube.workqueue import WorkQueue
@@ -47,6 +49,7 @@ from reconciler.operator.resources import (
     VERSION,
 )
 from reconciler.operator.settings import OperatorSettings
+from reconciler.operator.settled import SettledRuns
 from reconciler.operator.shards import ShardGate, ShardSettings
 from reconciler.operator.sources import ModuleSources
 from reconciler.operator.sync_resources import SYNC_FINALIZER, SyncResourceController
@@ -65,6 +68,16 @@ AGGREGATE_DELAY = 0.25
 """Seconds a Kyma waits after a change of one of its Manifests before it aggregates them: the
 status changes of its modules in a burst cost one Kyma reconcile (and status write), not one
 each. A change of the Kyma itself is not delayed."""
+
+
+CATALOG_DELAY = 0.5
+"""Seconds a catalog change waits before it requeues the namespace's Kymas: a burst of template
+events (start-up's listing, a release) costs one pass over the Kymas, not one per event."""
+
+SETTLING = frozenset({"Kyma", "Manifest"})
+"""Kinds whose periodic check is skipped while they are settled (`operator/settled.py`): a Kyma's
+inputs (itself, its Manifests, the catalog) and a Manifest's (itself, its Secret, the objects it
+installed, through the drift watch) are all watched."""
 
 
 class Controller(Protocol):
@@ -135,6 +148,7 @@ class Operator:
         core = ComponentReconciler(self.sources)
         self.queue = WorkQueue(self._handle, workers=self.settings.workers, part="operator-queue")
         self.drift = DriftWatch(self.queue.add)
+        self.settled = SettledRuns(self.settings.verify_interval)
         self.metrics = OperatorMetrics()
         self.metrics.watch_sizes(lambda: len(self.targets), lambda: len(self.queue))
         self.manifests = ManifestController(
@@ -170,6 +184,8 @@ class Operator:
             self.events.subscribe(self._forward_unless_mine)
         self.forwarder = EventForwarder(self.control)
         self._seen: dict[Key, tuple[Any, ...]] = {}
+        self._catalog_pending: set[str] = set()
+        """Namespaces whose catalog changed, waiting `CATALOG_DELAY` to requeue their Kymas."""
         self._sync_kymas: dict[tuple[str, str], str] = {}
         """(namespace, SyncResource) -> its Kyma, from the watch: the shard it goes with."""
         self._background: set[asyncio.Task[None]] = set()
@@ -190,10 +206,19 @@ class Operator:
         return ("Kyma", namespace, kyma) if kyma else (kind, namespace, name)
 
     async def _handle_mine(self, kind: str, namespace: str, name: str) -> float | None:
+        key = (kind, namespace, name)
+        started = time.monotonic()
+        if kind in SETTLING and self.queue.by_timer(key) and self.settled.skip(key, started):
+            self.metrics.requeues.labels(kind, "settled").inc()
+            return self.settings.success_interval
+        self.settled.forget(key)
         controller = self._controllers[kind]
-        started, result = time.monotonic(), "exception"
+        result = "exception"
         try:
             delay = await controller.handle(namespace, name)
+            if kind in SETTLING and delay == self.settings.success_interval:
+                covered = self.manifests.covered(namespace, name) if kind == "Manifest" else None
+                self.settled.settle(key, started, covered)
             if kind == "Kyma" and self.remote_watchers is not None:
                 again = await self.remote_watchers.reconcile(
                     self.control, self.targets, namespace, name
@@ -263,10 +288,7 @@ class Operator:
             in_our_loop(self._module_config_event, event)
 
         async def catalog_event(**event: Any) -> None:
-            namespace = str(event["namespace"])
-            await asyncio.wrap_future(
-                asyncio.run_coroutine_threadsafe(self._catalog_changed(namespace), loop)
-            )
+            in_our_loop(self._catalog_event, event)
 
         for plural in ("moduletemplates", "modulereleasemetas"):
             kopf.on.event(GROUP, VERSION, plural, registry=registry)(catalog_event)
@@ -277,10 +299,22 @@ class Operator:
 
         return registry
 
-    async def _catalog_changed(self, namespace: str) -> None:
-        for kyma in await self.control.list("Kyma", namespace):
-            self.queue.add(("Kyma", namespace, kyma["metadata"]["name"]))
-            self._sync_remote(namespace, kyma["metadata"]["name"])
+    def _catalog_event(self, body: Body, event_type: str | None) -> None:
+        """A catalog change looks at every Kyma of the namespace, once per burst: at start-up
+        (the initial listing) and when a release publishes many templates at once."""
+        if not self.fleet.catalog_item(body, deleted=event_type == "DELETED"):
+            return
+        namespace = str(body["metadata"]["namespace"])
+        if namespace not in self._catalog_pending:
+            self._catalog_pending.add(namespace)
+            asyncio.get_running_loop().call_later(CATALOG_DELAY, self._catalog_changed, namespace)
+
+    def _catalog_changed(self, namespace: str) -> None:
+        self._catalog_pending.discard(namespace)
+        kymas = [name for kind, ns, name in self._seen if kind == "Kyma" and ns == namespace]
+        for name in kymas:
+            self.queue.add(("Kyma", namespace, name))
+            self._sync_remote(namespace, name)
 
     def _kyma_event(self, body: Body, event_type: str | None) -> None:
         meta = body["metadata"]
@@ -360,6 +394,7 @@ class Operator:
             )
             self.remote_watchers = RemoteWatchers(self.watcher, ca)
             self.listener = Listener(self.watcher, ca, self.control, self.events)
+        await self._prime_catalog(namespace)
         loop = asyncio.get_running_loop()
         kopf_stop = threading.Event()
         kopf_ready: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -409,6 +444,19 @@ class Operator:
         for result in [results[0], *results[3:]]:  # the queue or the listener ended: say why
             if isinstance(result, Exception):
                 raise result
+
+    async def _prime_catalog(self, namespace: str | None) -> None:
+        """List the catalog once, before the watches: Kymas resolve against the index (no
+        request per reconcile). Without it (a failed listing) each reconcile lists the catalog."""
+        items: list[Body] = []
+        try:
+            for kind in ("ModuleReleaseMeta", "ModuleTemplate"):
+                for body in await self.control.list(kind, namespace or ""):
+                    items.append({**body, "kind": kind})
+        except (ReconcilerError, KubeApiError) as exc:
+            self._log.warning("catalog not indexed", reason=str(exc))
+            return
+        self.fleet.prime_catalog(items)
 
     @staticmethod
     def _watch(

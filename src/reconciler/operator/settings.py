@@ -11,6 +11,11 @@ class OperatorSettings(BaseSettings):
 
     success_interval: float = Field(default=300.0, gt=0)
     """Seconds until a Ready resource is checked again (drift, the fast path of the core)."""
+    verify_interval: float = Field(default=1800.0, ge=0)
+    """Seconds during which a settled Kyma or Manifest (Ready, and its watches open without a
+    gap) skips the check at `success_interval`: the watches would have reported a change. After
+    it, the check runs (the core's fast path); 0 runs it every `success_interval`
+    (`operator/settled.py`)."""
     busy_interval: float = Field(default=5.0, gt=0)
     warning_interval: float = Field(default=30.0, gt=0)
     error_interval: float = Field(default=2.0, gt=0)
