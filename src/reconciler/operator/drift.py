@@ -8,10 +8,6 @@ too; one whose newest managedFields entry is the core's own is that echo and req
 (at fleet scale it would double every install). Anyone else's write, a controller's status
 update (readiness) and every deletion requeue. A watch that fails is dropped and opened again at
 the Manifest's next successful run.
-
-`covers` says whether the watches of a set of kinds have been open without a gap since a given
-moment: then any change since then would have been reported, and a periodic re-check of a settled
-Manifest can be skipped (`operator/settled.py`).
 """
 
 from __future__ import annotations
@@ -44,28 +40,32 @@ def own_write(meta: dict[str, Any]) -> bool:
     return bool(ours) and (not others or max(ours) > max(others))
 
 
-class DriftWatch:
-    def __init__(self, requeue: Callable[[Hashable], None]) -> None:
+class KindWatches:
+    """Metadata watches by (cluster, kind), opened on demand and known to cover a moment.
+
+    `covers` says whether the watches of a set of kinds have been open without a gap since a
+    given moment: then any change since then was reported, and a periodic re-check of a settled
+    resource can be skipped (`operator/settled.py`)."""
+
+    def __init__(
+        self, requeue: Callable[[Hashable], None], part: str, params: dict[str, str] | None = None
+    ) -> None:
         self.requeue = requeue
+        self.params = params or {}
+        """The watches' query (e.g. a label selector)."""
         self._watches: dict[tuple[Cluster, Kind], asyncio.Task[None]] = {}
-        self._owners: dict[tuple[Cluster, str], Hashable] = {}
         self._since: dict[tuple[Cluster, Kind], float] = {}
         """When each open watch started seeing every change (its listing's time, monotonic)."""
-        self._log = get_logger(part="operator-drift")
+        self._log = get_logger(part=part)
 
     def __len__(self) -> int:
         return len(self._watches)
 
-    def track(self, cluster: Cluster, component: str, owner: Hashable, kinds: set[Kind]) -> None:
-        """Requeue `owner` when an object of `component` of one of `kinds` changes."""
-        self._owners[(cluster, component)] = owner
+    def _open(self, cluster: Cluster, kinds: set[Kind]) -> None:
         for kind in kinds:
             key = (cluster, kind)
             if key not in self._watches or self._watches[key].done():
                 self._watches[key] = asyncio.create_task(self._watch(cluster, kind))
-
-    def forget(self, cluster: Cluster, component: str) -> None:
-        self._owners.pop((cluster, component), None)
 
     def covers(self, cluster: Cluster, kinds: set[Kind], since: float) -> bool:
         """Whether the watches of all `kinds` on `cluster` are open and have seen every change
@@ -77,28 +77,52 @@ class DriftWatch:
                 return False
         return True
 
-    async def aclose(self) -> None:
-        for task in self._watches.values():
+    async def _close(self, keys: list[tuple[Cluster, Kind]]) -> None:
+        tasks = [self._watches.pop(key) for key in keys if key in self._watches]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._watches.values(), return_exceptions=True)
-        self._watches.clear()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        await self._close(list(self._watches))
+
+    def seen(self, cluster: Cluster, event_type: str, meta: dict[str, Any]) -> None:
+        """One event of a watch on `cluster`: requeue whom it concerns."""
+        raise NotImplementedError
 
     async def _watch(self, cluster: Cluster, kind: Kind) -> None:
         def seen(event_type: str, meta: dict[str, Any]) -> None:
-            if event_type != "DELETED" and own_write(meta):
-                return
-            component = (meta.get("labels") or {}).get(COMPONENT, "")
-            owner = self._owners.get((cluster, component))
-            if owner is not None:
-                self.requeue(owner)
+            self.seen(cluster, event_type, meta)
 
         def listed() -> None:
             self._since[(cluster, kind)] = time.monotonic()
 
         try:
-            await follow(cluster, kind, {"labelSelector": COMPONENT}, seen, self._log, listed)
+            await follow(cluster, kind, self.params, seen, self._log, listed)
         finally:
             self._since.pop((cluster, kind), None)
+
+
+class DriftWatch(KindWatches):
+    def __init__(self, requeue: Callable[[Hashable], None]) -> None:
+        super().__init__(requeue, "operator-drift", {"labelSelector": COMPONENT})
+        self._owners: dict[tuple[Cluster, str], Hashable] = {}
+
+    def track(self, cluster: Cluster, component: str, owner: Hashable, kinds: set[Kind]) -> None:
+        """Requeue `owner` when an object of `component` of one of `kinds` changes."""
+        self._owners[(cluster, component)] = owner
+        self._open(cluster, kinds)
+
+    def forget(self, cluster: Cluster, component: str) -> None:
+        self._owners.pop((cluster, component), None)
+
+    def seen(self, cluster: Cluster, event_type: str, meta: dict[str, Any]) -> None:
+        if event_type != "DELETED" and own_write(meta):
+            return
+        component = (meta.get("labels") or {}).get(COMPONENT, "")
+        owner = self._owners.get((cluster, component))
+        if owner is not None:
+            self.requeue(owner)
 
 
 async def follow(

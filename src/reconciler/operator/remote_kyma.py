@@ -43,6 +43,7 @@ from reconciler.operator.resources import (
     ModuleTemplateKind,
 )
 from reconciler.operator.settings import OperatorSettings
+from reconciler.operator.settled import Covered
 from reconciler.operator.targets import TargetClusters, TargetMissing
 
 REMOTE_NAME = "default"
@@ -72,8 +73,11 @@ class RemoteSync:
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
         self._prepared: dict[tuple[str, str], Cluster] = {}
         self._removed: set[tuple[str, str]] = set()
+        self._watched: dict[tuple[str, str], tuple[Cluster, set[Kind]]] = {}
+        """Per Kyma, its remote cluster and the kinds the remote watch covers there."""
 
     async def handle(self, namespace: str, name: str) -> float | None:
+        self._watched.pop((namespace, name), None)  # set again by a complete sync
         kyma = await self.control.get("Kyma", namespace, name)
         if kyma is None:
             self.backoff.forget((namespace, name))
@@ -122,6 +126,16 @@ class RemoteSync:
         await sync_catalog(self.control, remote, kyma)
         kinds.add((API_VERSION, "Kyma"))
         self.watch.track(cluster, ("RemoteKyma", *key), kinds)
+        self._watched[key] = (cluster, kinds)
+
+    def covered(self, namespace: str, name: str) -> Covered:
+        """Whether every remote change since a moment would have been reported by the remote
+        watch (never, before the first sync)."""
+        watched = self._watched.get((namespace, name))
+        if watched is None:
+            return lambda since: False
+        cluster, kinds = watched
+        return lambda since: self.watch.covers(cluster, kinds, since)
 
     async def _manifests(self, kyma: Body) -> list[Body]:
         meta = kyma["metadata"]

@@ -49,7 +49,7 @@ from reconciler.operator.resources import (
     VERSION,
 )
 from reconciler.operator.settings import OperatorSettings
-from reconciler.operator.settled import SettledRuns
+from reconciler.operator.settled import Covered, SettledRuns
 from reconciler.operator.shards import ShardGate, ShardSettings
 from reconciler.operator.sources import ModuleSources
 from reconciler.operator.sync_resources import SYNC_FINALIZER, SyncResourceController
@@ -74,10 +74,11 @@ CATALOG_DELAY = 0.5
 """Seconds a catalog change waits before it requeues the namespace's Kymas: a burst of template
 events (start-up's listing, a release) costs one pass over the Kymas, not one per event."""
 
-SETTLING = frozenset({"Kyma", "Manifest"})
+SETTLING = frozenset({"Kyma", "Manifest", "RemoteKyma"})
 """Kinds whose periodic check is skipped while they are settled (`operator/settled.py`): a Kyma's
-inputs (itself, its Manifests, the catalog) and a Manifest's (itself, its Secret, the objects it
-installed, through the drift watch) are all watched."""
+inputs (itself, its Manifests, the catalog), a Manifest's (itself, its Secret, the objects it
+installed, through the drift watch) and a remote sync's (the Kyma, its ModuleConfigs, the catalog,
+the remote side through the remote watch) are all watched."""
 
 
 class Controller(Protocol):
@@ -217,8 +218,7 @@ class Operator:
         try:
             delay = await controller.handle(namespace, name)
             if kind in SETTLING and delay == self.settings.success_interval:
-                covered = self.manifests.covered(namespace, name) if kind == "Manifest" else None
-                self.settled.settle(key, started, covered)
+                self.settled.settle(key, started, self._covered(kind, namespace, name))
             if kind == "Kyma" and self.remote_watchers is not None:
                 again = await self.remote_watchers.reconcile(
                     self.control, self.targets, namespace, name
@@ -228,6 +228,15 @@ class Operator:
             return delay
         finally:
             self.metrics.duration.labels(kind, result).observe(time.monotonic() - started)
+
+    def _covered(self, kind: str, namespace: str, name: str) -> Covered | None:
+        """What must have been watched without a gap for a settled `kind` to skip its check
+        (None: only control-plane resources, which kopf watches and re-lists after a gap)."""
+        if kind == "Manifest":
+            return self.manifests.covered(namespace, name)
+        if kind == "RemoteKyma":
+            return self.remote.covered(namespace, name)
+        return None
 
     def _remote_changed(self, event: RemoteEvent) -> None:
         """A watcher reported a change in the Kyma's remote cluster: look at the Kyma now, and
