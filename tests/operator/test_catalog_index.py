@@ -85,3 +85,19 @@ def _kyma_runs(operator: Any) -> float:
         "reconciler_operator_reconcile_duration_seconds_count", {"kind": "Kyma", "result": "ok"}
     )
     return float(sample or 0.0)
+
+
+async def test_a_beta_module_reaches_only_a_kyma_labelled_for_beta(world: World) -> None:
+    await world.catalog()
+    ns = world.namespace
+    meta = modules.release_meta(ns, "beta", {"regular": "1.0.0", "fast": "1.0.0"})
+    meta["spec"]["beta"] = True
+    await world.control.apply(meta)
+    await world.control.apply(modules.kubeconfig_secret(ns, "k2", world.remote_kubeconfig))
+    kyma = modules.kyma(ns, "k2", "regular", [{"name": "beta", "managed": True}])
+    await world.control.apply(kyma)
+    refused = await world.kyma_state("k2", "Error")
+    assert "is beta" in refused["status"]["modules"][0]["message"]
+    kyma["metadata"]["labels"] = {"operator.kyma-project.io/beta": "true"}
+    await world.control.apply(kyma)
+    await world.kyma_state("k2", "Ready")

@@ -129,6 +129,7 @@ class KymaController:
         namespace = meta["namespace"]
         spec = KymaSpec.model_validate(kyma.get("spec") or {})
         metas, templates, indexed = await self._catalog(namespace)
+        labels = meta.get("labels") or {}
         existing = await self._manifests(kyma)
         modules: list[dict[str, Any]] = []
         wanted = {m.name for m in spec.modules or []}
@@ -141,13 +142,14 @@ class KymaController:
                 continue
             try:
                 try:
-                    resolved = resolve(module, spec.channel, metas, templates)
+                    resolved = resolve(module, spec.channel, metas, templates, kyma_labels=labels)
                 except CatalogError:
                     if not indexed:
                         raise
-                    # the index may still be filling (start-up) or lag an event: ask once
+                    # the index may lag an event (a template and its release meta arrive on
+                    # different watches): ask the apiserver once
                     metas, templates, indexed = await self._catalog(namespace, fresh=True)
-                    resolved = resolve(module, spec.channel, metas, templates)
+                    resolved = resolve(module, spec.channel, metas, templates, kyma_labels=labels)
                 manifest = await self._ensure_manifest(kyma, module, resolved, current)
             except CatalogError as exc:
                 modules.append(
