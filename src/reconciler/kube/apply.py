@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from reconciler.errors import ApplyError, ReconcilerError
 from reconciler.kube.cluster import Cluster
+from reconciler.kube.readiness import READY, readiness
 from reconciler.kube.transform import prepare
-from reconciler.kube.wait import wait_ready
+from reconciler.kube.wait import wait_established
 from reconciler.model.kube_object import KubeObject, ObjectKey
 
 
@@ -106,8 +107,10 @@ async def apply_objects(
         if crds:
             if on_phase:
                 on_phase(f"waiting for {len(crds)} CRDs to be established")
-            await wait_ready(cluster, crds, timeout=crd_timeout)
+            new = [crd for crd in crds if readiness(crd) != READY]
+            await wait_established(cluster, crds, timeout=crd_timeout)
             cluster.mapper.invalidate()
+            cluster.warm(new)  # their first custom resources would pay for serving them
     if rest:
         if on_phase:
             on_phase(f"applying {len(rest)} objects")

@@ -7,9 +7,11 @@ cache; create it with `Cluster.connect(kubeconfig)` and close it with `aclose`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterable
 from typing import Any
 
-from reconciler.errors import ApplyError
+from reconciler.errors import ApplyError, ReconcilerError
 from reconciler.kube.client import FIELD_MANAGER, KubeApiError, KubeClient
 from reconciler.kube.discovery import ResourceInfo, RestMapper
 from reconciler.kube.kubeconfig import KubeconfigSource
@@ -32,6 +34,7 @@ class Cluster:
         self.mapper = RestMapper(client)
         self.unstored_zeros = UnstoredZeros()
         self._version: str | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     async def version(self) -> str:
         """The cluster's Kubernetes version (asked once per connection)."""
@@ -57,7 +60,36 @@ class Cluster:
         return cluster
 
     async def aclose(self) -> None:
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         await self.client.aclose()
+
+    def warm(self, crds: Iterable[KubeObject]) -> None:
+        """Have the apiserver prepare to serve these just-established CRDs, in the background.
+
+        Why: the apiserver builds a CRD's storage, validators and server-side-apply schema on the
+        first request for its kind, one CRD at a time under one lock (a second or more for a set
+        of big CRDs). Left to the first applies of custom resources, that cost lands on whichever
+        components apply them first, all stalled behind the same lock; one `LIST ?limit=1` per
+        CRD sent now pays it while the components in between run. Read-only, so failures only
+        mean no head start (the apply that follows reports any real problem).
+        """
+        for crd in crds:
+            spec = crd.raw.get("spec") or {}
+            served = [v["name"] for v in spec.get("versions") or [] if v.get("served", True)]
+            plural = (spec.get("names") or {}).get("plural")
+            if not (served and plural and spec.get("group")):
+                continue
+            path = f"/apis/{spec['group']}/{served[0]}/{plural}"
+            task = asyncio.create_task(self._warm_one(path))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _warm_one(self, path: str) -> None:
+        # only a head start: the applies of this kind will say what is wrong
+        with contextlib.suppress(ReconcilerError):
+            await self.client.request("GET", path, params={"limit": "1"})
 
     async def __aenter__(self) -> Cluster:
         return self
