@@ -184,9 +184,10 @@ class KymaController:
         self.backoff.forget((namespace, meta["name"]))
         if state is State.WARNING:
             return self.settings.warning_interval
-        if state is State.READY:
-            return self.settings.success_interval
-        return self.settings.busy_interval
+        # Ready, or Processing: waiting for Manifests, each of whose changes requeues the Kyma
+        # (`runtime.py`), so its timer is only the safety net. A busy timer here made 1,000
+        # installing Kymas 1,000 reconciles a second, starving the Manifests they waited for.
+        return self.settings.success_interval
 
     async def _ensure_manifest(
         self, kyma: Body, module: Module, resolved: Resolved, current: Body | None
