@@ -20,6 +20,7 @@ from lightkube.config.kubeconfig import SingleConfig
 
 from reconciler.errors import ClusterUnreachable, ReconcilerError
 from reconciler.kube.kubeconfig import KubeconfigSource, load_kubeconfig
+from reconciler.kube.transport import cheap_liveness_checks
 from reconciler.util.secrecy import excerpt
 
 FIELD_MANAGER = "reconciler"
@@ -56,10 +57,11 @@ class KubeClient:
         params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(
             config
         )
-        params["transport"] = httpx2.AsyncHTTPTransport(
+        params["transport"] = transport = httpx2.AsyncHTTPTransport(
             verify=params["verify"],
             limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
         )
+        cheap_liveness_checks(transport)  # the pool probes every idle connection per request
         self._http = httpx2.AsyncClient(**params)
 
     @classmethod
