@@ -86,3 +86,28 @@ async def test_waiting_for_new_crds_to_be_established_watches_instead_of_polling
         async with await Cluster.connect(kube_cluster.kubeconfig) as other:
             for definition in definitions:
                 await other.delete(definition)
+
+
+async def test_new_crds_refresh_the_discovery_of_their_group_only(kube_cluster: KubeTarget) -> None:
+    # Helm's capabilities list every group version's kinds: a full discovery reset after each
+    # CRD batch made the next render fetch every group version of the cluster again (~45)
+    cluster, client = await recording_cluster(kube_cluster)
+    definition = crd(f"disc{uuid.uuid4().hex[:8]}.example.com")
+    group = definition.raw["spec"]["group"]
+    try:
+        async with cluster:
+            before = await cluster.mapper.api_versions()
+            await apply_objects(cluster, [definition], before={})
+            client.take()
+            after = await cluster.mapper.api_versions()
+            warm = f"/apis/{group}/v1/widgets"  # the LIST that warms the CRD, not discovery
+            discovery = [
+                path
+                for method, path in client.take()
+                if method == "GET" and path not in ("/version", warm)
+            ]
+        assert set(after) - set(before) == {f"{group}/v1", f"{group}/v1/Widget"}
+        assert sorted(discovery) == ["/api", "/apis", f"/apis/{group}/v1"]
+    finally:
+        async with await Cluster.connect(kube_cluster.kubeconfig) as other:
+            await other.delete(definition)

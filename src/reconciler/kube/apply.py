@@ -109,7 +109,7 @@ async def apply_objects(
                 on_phase(f"waiting for {len(crds)} CRDs to be established")
             new = [crd for crd in crds if readiness(crd) != READY]
             await wait_established(cluster, crds, timeout=crd_timeout)
-            cluster.mapper.invalidate()
+            cluster.mapper.invalidate_groups(crd.raw["spec"]["group"] for crd in crds)
             cluster.warm(new)  # their first custom resources would pay for serving them
     if rest:
         if on_phase:

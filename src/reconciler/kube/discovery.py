@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reconciler.errors import ApplyError
@@ -54,6 +55,14 @@ class RestMapper:
         self._resources.clear()
         self._loading.clear()
         self._fingerprint = None
+
+    def invalidate_groups(self, groups: Iterable[str]) -> None:
+        """Forget what new or changed CRDs of `groups` may have changed: the served groups and
+        versions and those groups' resources. Not `invalidate`: Helm's capabilities list every
+        group version's kinds, so a full reset after each CRD batch cost the next render one
+        discovery request per group version of the cluster (~45), not one per new group."""
+        for group in set(groups):
+            self._invalidate_group(group)
 
     def _invalidate_group(self, group: str) -> None:
         """Forget what may have changed for a kind of `group` that was not found: the served
