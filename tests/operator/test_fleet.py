@@ -55,3 +55,14 @@ def test_our_own_finalizer_is_no_reason_to_look_again_but_anything_else_is() -> 
     assert essence(body) != before
     body["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     assert essence(body) != before
+
+
+def test_the_index_keeps_no_managed_fields() -> None:
+    fleet = FleetIndex()
+    body = _body("k1-a", "k1")
+    body["metadata"]["managedFields"] = [{"manager": "x", "fieldsV1": {"f:spec": {}}}]
+    fleet.manifest(body)
+    (kept,) = fleet.manifests("kcp", "k1")
+    assert "managedFields" not in kept["metadata"]
+    assert kept["metadata"]["resourceVersion"] == "1"
+    assert "managedFields" in body["metadata"]  # the event's own body is left as it was
