@@ -10,17 +10,10 @@ Kyma, whose status aggregates it.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
-import logging
-import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Protocol, cast
-
-import kopf
-from lightkube.config.models import User
 
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
@@ -28,7 +21,6 @@ from reconciler.core.runner import ComponentReconciler
 from reconciler.errors import ReconcilerError
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.kubeconfig import load_kubeconfig
 from reconciler.kube.workqueue import WorkQueue
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
@@ -36,6 +28,7 @@ from reconciler.operator.drift import DriftWatch
 from reconciler.operator.events import RemoteEvent, RemoteEvents
 from reconciler.operator.fleet import FleetIndex
 from reconciler.operator.forward import WATCHED_AT, EventForwarder
+from reconciler.operator.kopf_thread import Callback, KopfThread, Watched
 from reconciler.operator.kymas import KymaController
 from reconciler.operator.manifests import ManifestController
 from reconciler.operator.metrics import OperatorMetrics
@@ -58,7 +51,6 @@ from reconciler.operator.watcher.ca import CertificateAuthority
 from reconciler.operator.watcher.listener import Listener
 from reconciler.operator.watcher.remote import RemoteWatchers
 from reconciler.operator.watcher.settings import WatcherSettings
-from reconciler.util.stacks import dump_stacks
 
 Key = tuple[str, str, str]
 Body = dict[str, Any]
@@ -83,33 +75,6 @@ the remote side through the remote watch) are all watched."""
 
 class Controller(Protocol):
     async def handle(self, namespace: str, name: str) -> float | None: ...
-
-
-def _login_for(kubeconfig: Path | None) -> Any:
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        # No kubeconfig: the same search as every other client here (the pod's service account
-        # with KUBERNETES_SERVICE_HOST/PORT, then $KUBECONFIG, ~/.kube/config). Not kopf's own
-        # service-account login: it names https://kubernetes.default.svc, which needs cluster
-        # DNS. Called again on 401, so a rotated token file is read anew.
-        config = load_kubeconfig(kubeconfig)
-        cluster, user = config.cluster, config.user or User()
-        token = user.token
-        if user.token_file:  # a service account's (or kubeconfig `tokenFile`): rotated on disk
-            token = Path(user.token_file).read_text().strip()
-        return kopf.ConnectionInfo(
-            server=cluster.server,
-            ca_data=cluster.certificate_auth_data,
-            ca_path=cluster.certificate_auth,
-            insecure=cluster.insecure,
-            certificate_data=user.client_cert_data,
-            certificate_path=user.client_cert,
-            private_key_data=user.client_key_data,
-            private_key_path=user.client_key,
-            token=token,
-            scheme="Bearer" if token else None,
-        )
-
-    return login
 
 
 def _essence(body: Body) -> tuple[Any, ...]:
@@ -266,47 +231,21 @@ class Operator:
         self._seen[key] = essence
         return True
 
-    def registry(
-        self, kubeconfig: Path | None, loop: asyncio.AbstractEventLoop
-    ) -> kopf.OperatorRegistry:
-        """kopf's handlers: they run in kopf's thread and hand work to our loop.
-
-        The event handlers are coroutines only so that kopf calls them in its loop: a plain
-        function would cost a hop through kopf's thread pool for every event of the fleet."""
-        registry = kopf.OperatorRegistry()
-        kopf.on.login(registry=registry)(_login_for(kubeconfig))
-
-        def in_our_loop(callback: Callable[[Body, str | None], None], event: Any) -> None:
-            raw = event["event"]  # the watch event as it came: {"type", "object"}
-            loop.call_soon_threadsafe(callback, raw["object"], raw.get("type"))
-
-        @kopf.on.event(GROUP, VERSION, "kymas", registry=registry)
-        async def kyma_event(**event: Any) -> None:
-            in_our_loop(self._kyma_event, event)
-
-        @kopf.on.event(GROUP, VERSION, "manifests", registry=registry)
-        async def manifest_event(**event: Any) -> None:
-            in_our_loop(self._manifest_event, event)
-
-        @kopf.on.event(GROUP, VERSION, "syncresources", registry=registry)
-        async def sync_resource_event(**event: Any) -> None:
-            in_our_loop(self._sync_resource_event, event)
-
-        @kopf.on.event(GROUP, VERSION, "moduleconfigs", registry=registry)
-        async def module_config_event(**event: Any) -> None:
-            in_our_loop(self._module_config_event, event)
-
-        async def catalog_event(**event: Any) -> None:
-            in_our_loop(self._catalog_event, event)
-
-        for plural in ("moduletemplates", "modulereleasemetas"):
-            kopf.on.event(GROUP, VERSION, plural, registry=registry)(catalog_event)
-
-        @kopf.on.event("", "v1", "secrets", labels={KYMA_NAME: kopf.PRESENT}, registry=registry)
-        async def secret_event(**event: Any) -> None:
-            in_our_loop(self._secret_event, event)
-
-        return registry
+    def watched(self) -> dict[Watched, Callback]:
+        """What kopf watches, and which of our callbacks gets each event."""
+        ours = {
+            "kymas": self._kyma_event,
+            "manifests": self._manifest_event,
+            "syncresources": self._sync_resource_event,
+            "moduleconfigs": self._module_config_event,
+            "moduletemplates": self._catalog_event,
+            "modulereleasemetas": self._catalog_event,
+        }
+        callbacks: dict[Watched, Callback] = {
+            Watched(GROUP, VERSION, plural): callback for plural, callback in ours.items()
+        }
+        callbacks[Watched("", "v1", "secrets", (KYMA_NAME,))] = self._secret_event
+        return callbacks
 
     def _catalog_event(self, body: Body, event_type: str | None) -> None:
         """A catalog change looks at every Kyma of the namespace, once per burst: at start-up
@@ -391,12 +330,8 @@ class Operator:
         stop: asyncio.Event | None = None,
         ready: asyncio.Event | None = None,
     ) -> None:
-        """Run until `stop` is set (or cancelled).
-
-        kopf runs in a daemon thread with its own event loop (at exit it cancels every task of
-        its loop, which must not be ours). Its stop is waited for at most `stop_timeout`: a kopf
-        that does not return is abandoned with its stack in the log, never waited for forever
-        (a daemon thread keeps no process alive)."""
+        """Run until `stop` is set (or cancelled); kopf watches from its own thread
+        (`operator/kopf_thread.py`), stopped within `stop_timeout`."""
         if self.watcher.enabled:  # before any Kyma is handled: each gets its watcher
             ca = await CertificateAuthority.load_or_create(
                 self.control.cluster, self.watcher.ca_namespace, self.watcher.ca_secret
@@ -404,20 +339,11 @@ class Operator:
             self.remote_watchers = RemoteWatchers(self.watcher, ca)
             self.listener = Listener(self.watcher, ca, self.control, self.events)
         await self._prime_catalog(namespace)
-        loop = asyncio.get_running_loop()
-        kopf_stop = threading.Event()
-        kopf_ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        kopf_done: asyncio.Future[None] = loop.create_future()
-        thread = threading.Thread(
-            target=self._watch,
-            args=(self.registry(kubeconfig, loop), namespace, kopf_stop, kopf_ready, kopf_done),
-            name="kopf",
-            daemon=True,
-        )
-        thread.start()
+        kopf = KopfThread(kubeconfig, namespace, self.watched(), self.settings.stop_timeout)
+        kopf_done = kopf.start()
 
         async def signal_ready() -> None:
-            await asyncio.wrap_future(kopf_ready)
+            await asyncio.wrap_future(kopf.ready)
             if self.watcher.enabled:
                 await self._listening.wait()
             if ready is not None:
@@ -438,11 +364,10 @@ class Operator:
             waited: list[asyncio.Future[Any]] = [kopf_done, *ours]
             await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            kopf_stop.set()
             for task in ours:
                 task.cancel()
             results = await asyncio.gather(*ours, return_exceptions=True)
-            await self._join_kopf(thread, kopf_done)
+            await kopf.stop()
             await self.events.aclose()
             await self.forwarder.aclose()
             await self.drift.aclose()
@@ -466,53 +391,3 @@ class Operator:
             self._log.warning("catalog not indexed", reason=str(exc))
             return
         self.fleet.prime_catalog(items)
-
-    @staticmethod
-    def _watch(
-        registry: kopf.OperatorRegistry,
-        namespace: str | None,
-        stop: threading.Event,
-        ready: concurrent.futures.Future[None],
-        done: asyncio.Future[None],
-    ) -> None:
-        """kopf's thread: run it until `stop`, then settle `done` in the caller's loop."""
-        settings = kopf.OperatorSettings()
-        settings.posting.enabled = False
-        settings.scanning.disabled = True
-        logging.getLogger("kopf").setLevel(logging.WARNING)
-        error: BaseException | None = None
-        try:
-            asyncio.run(
-                kopf.operator(
-                    registry=registry,
-                    settings=settings,
-                    standalone=True,
-                    clusterwide=namespace is None,
-                    namespaces=[namespace] if namespace else (),
-                    stop_flag=stop,
-                    ready_flag=ready,
-                )
-            )
-        except BaseException as exc:  # handed to the caller's loop, raised there
-            error = exc
-
-        def settle() -> None:
-            if done.done():
-                return
-            if error is None:
-                done.set_result(None)
-            else:
-                done.set_exception(error)
-
-        with contextlib.suppress(RuntimeError):  # the caller's loop is gone: nobody waits
-            done.get_loop().call_soon_threadsafe(settle)
-
-    async def _join_kopf(self, thread: threading.Thread, done: asyncio.Future[None]) -> None:
-        await asyncio.wait([done], timeout=self.settings.stop_timeout)
-        if not done.done():
-            self._log.error(
-                "kopf did not stop in time; abandoning its thread",
-                timeout=self.settings.stop_timeout,
-                alive=thread.is_alive(),
-            )
-            dump_stacks()
