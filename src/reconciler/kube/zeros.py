@@ -82,11 +82,17 @@ def _without(raw: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
 
 
 class UnstoredZeros:
-    """What one cluster drops, learnt per kind and field; shared by every apply on it."""
+    """What one cluster drops, learnt per kind and field; shared by every apply on it.
+
+    Objects of a kind whose unknown zero fields are the same share one dry run; objects with
+    different ones learn concurrently. Not one lock per kind: a first deploy's CRDs (each with
+    fields of its own, several of hundreds of KB) then dry-ran one after another while every
+    other CRD, and every object of a kind being learnt, waited on the critical path.
+    """
 
     def __init__(self) -> None:
         self._known: dict[tuple[str, str], dict[Pattern, bool]] = {}
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._learning: dict[tuple[tuple[str, str], frozenset[Pattern]], asyncio.Future[bool]] = {}
 
     async def trim(self, obj: KubeObject, dry_run: DryRun) -> KubeObject:
         """`obj` without the zero values the apiserver would not store (a copy when any);
@@ -95,14 +101,30 @@ class UnstoredZeros:
         if not zeros:
             return obj
         kind = (obj.api_version, obj.kind)
-        async with self._locks.setdefault(kind, asyncio.Lock()):
-            known = self._known.setdefault(kind, {})
-            if any(_pattern(path) not in known for path in zeros):
-                try:
-                    stored = await dry_run(obj)
-                except ReconcilerError:
-                    return obj  # the real apply reports the problem
-                for path in zeros:
-                    known.setdefault(_pattern(path), _dropped(stored.raw, path))
-        unstored = [path for path in zeros if known[_pattern(path)]]
+        known = self._known.setdefault(kind, {})
+        unknown = frozenset(_pattern(path) for path in zeros if _pattern(path) not in known)
+        if unknown:
+            key = (kind, unknown)
+            shared = self._learning.get(key)
+            if shared is None:
+                shared = asyncio.ensure_future(self._learn(obj, zeros, known, dry_run))
+                self._learning[key] = shared
+                shared.add_done_callback(lambda _: self._learning.pop(key, None))
+            elif not await asyncio.shield(shared):  # its object was rejected: try with ours
+                shared = asyncio.ensure_future(self._learn(obj, zeros, known, dry_run))
+            if not await asyncio.shield(shared):
+                return obj  # the real apply reports the problem
+        unstored = [path for path in zeros if known.get(_pattern(path), False)]
         return KubeObject(_without(obj.raw, unstored)) if unstored else obj
+
+    @staticmethod
+    async def _learn(
+        obj: KubeObject, zeros: list[Path], known: dict[Pattern, bool], dry_run: DryRun
+    ) -> bool:
+        try:
+            stored = await dry_run(obj)
+        except ReconcilerError:
+            return False
+        for path in zeros:
+            known.setdefault(_pattern(path), _dropped(stored.raw, path))
+        return True
