@@ -9,12 +9,16 @@ live in that cluster's own namespace, so nothing is shared between clusters but 
 The first sweep starts with the engine; the second one by re-posting every (unchanged) cluster,
 which makes it `reconcile_pending` again, as a broker's retry or the interval would. SQLite store.
 A missed target prints MISS but exits 0. Results: benchmarks/results/mothership-noop-<ts>.json.
+Each sweep also prints the CPU milliseconds per component operation of the benchmark process
+(the engine) and of the test bed's servers: on a shared machine wall times swing with the load,
+CPU per operation is what extrapolates to 1,000 clusters.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -85,6 +89,22 @@ async def until_all_ready(engine: Engine, clusters: int, timeout: float) -> dict
         await asyncio.sleep(0.25)
 
 
+def cpu_now(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far by this process (`engine`) and by the test bed's servers."""
+    return {"engine": benchlib.self_cpu_seconds()} | {
+        name: benchlib.cpu_seconds(pid) for name, pid in pids.items()
+    }
+
+
+def cpu_ms_per_operation(
+    before: dict[str, float], after: dict[str, float], operations: int
+) -> dict[str, float]:
+    """Milliseconds of CPU per operation: the engine, the test bed (all servers) and both."""
+    engine = (after["engine"] - before["engine"]) * 1000 / operations
+    bed = sum(after[n] - before[n] for n in after if n != "engine") * 1000 / operations
+    return {"engine": round(engine, 1), "test_bed": round(bed, 1), "total": round(engine + bed, 1)}
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     env = benchlib.environment()
     with benchlib.scratch_dir("reconciler-bench-mothership-noop-") as root:
@@ -108,20 +128,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             async with Engine(settings) as engine:
                 for label in ("first", "no-op"):
                     cpu = benchlib.CpuMeter(info.pids)
+                    cpu_before = cpu_now(info.pids)
                     began = time.perf_counter()
                     for cluster in specs:  # the first upsert creates, the second re-posts
                         await engine.service.upsert_cluster(cluster)
                     found = await until_all_ready(engine, args.clusters, args.timeout)
                     seconds = time.perf_counter() - began
+                    per_op = cpu_ms_per_operation(
+                        cpu_before, cpu_now(info.pids), args.clusters * args.components
+                    )
                     sweeps.append(
                         {
                             "pass": label,
                             "seconds": round(seconds, 2),
                             "statuses": found,
                             "cpu_cores": cpu.cores(seconds),
+                            "cpu_ms_per_operation": per_op,
                         }
                     )
-                    print(f"{label}: {seconds:.1f} s, {found}", file=sys.stderr)
+                    print(f"{label}: {seconds:.1f} s, {found}, {per_op}", file=sys.stderr)
     first, noop = sweeps[0]["seconds"], sweeps[1]["seconds"]
     speedup = first / noop if noop else 0.0
     return {
@@ -145,10 +170,19 @@ def main() -> int:
     args = parser.parse_args()
     results = benchlib.run_async(run(args))
     rows = [
-        [s["pass"], f"{s['seconds']:.1f}", s["statuses"], f"{s['cpu_cores']['machine_busy']:.2f}"]
+        [
+            s["pass"],
+            f"{s['seconds']:.1f}",
+            s["statuses"],
+            f"{s['cpu_ms_per_operation']['engine']:.0f}",
+            f"{s['cpu_ms_per_operation']['test_bed']:.0f}",
+            f"{s['cpu_cores']['machine_busy']:.2f}",
+        ]
         for s in results["sweeps"]
     ]
-    print(benchlib.format_table(["sweep", "wall s", "clusters by status", "machine busy"], rows))
+    headers = ["sweep", "wall s", "clusters by status", "engine CPU ms/op", "test bed CPU ms/op"]
+    print(benchlib.format_table([*headers, "machine busy"], rows))
+    print(f"load average at the end: {os.getloadavg()}")
     print(f"speedup {results['speedup']}x (target >= {TARGET_SPEEDUP:g}x): {results['target']}")
     print(f"results: {benchlib.save_results(NAME, results)}")
     return 0
