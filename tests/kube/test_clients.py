@@ -1,13 +1,25 @@
-"""Cluster clients are shared by the tasks of one process, discovery is not."""
+"""Cluster clients and discovery are shared by the tasks of one process; each task still sees
+the cluster as it is when it starts."""
 
 from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections import Counter
 
 import pytest
 
 from reconciler.errors import ClusterUnreachable, KubeconfigError
 from reconciler.kube.clients import ClientCache
+from reconciler.kube.cluster import Cluster
+from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
+from tests.helpers.counting import RecordingKubeClient
 from tests.remote.test_client import UNREACHABLE
+
+GROUP_VERSION = re.compile(r"/api/v1|/apis/[^/]+/[^/]+")
+"""A discovery request for one group version's kinds."""
 
 
 @pytest.fixture
@@ -15,20 +27,98 @@ def kubeconfig_text(kube_cluster: KubeTarget) -> str:
     return kube_cluster.kubeconfig.read_text()
 
 
-async def test_tasks_for_one_cluster_share_a_client_but_not_discovery(
+def discovery(client: RecordingKubeClient) -> list[str]:
+    """The group-version discovery requests since the last call."""
+    return [path for _, path in client.take() if GROUP_VERSION.fullmatch(path)]
+
+
+def crd(group: str) -> dict[str, object]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+
+
+async def test_tasks_for_one_cluster_share_its_client_and_discovery(
     kubeconfig_text: str,
 ) -> None:
-    cache = ClientCache(idle_seconds=60)
+    """A first install's `.Capabilities` used to read the whole discovery (one request per group
+    version, ~37 on the test bed) in every task; the next task now reads only the version and
+    the 4-request fingerprint."""
+    cache = ClientCache(idle_seconds=60, client_type=RecordingKubeClient)
     try:
         async with cache.cluster(kubeconfig_text) as first:
-            await first.mapper.resolve("v1", "ConfigMap")
+            assert isinstance(first.client, RecordingKubeClient)
+            await first.mapper.api_versions()
+            assert len(discovery(first.client)) > 10
         async with cache.cluster(kubeconfig_text) as second:
             assert second.client is first.client
-            assert second.mapper is not first.mapper
+            assert second.mapper is first.mapper
+            await second.mapper.api_versions()
+            await second.mapper.resolve("apps/v1", "Deployment")
+            assert discovery(first.client) == []
         assert len(cache) == 1
     finally:
         await cache.aclose()
     assert len(cache) == 0
+
+
+async def test_a_crd_created_between_tasks_is_in_the_next_tasks_capabilities(
+    kube_cluster: KubeTarget, kubeconfig_text: str
+) -> None:
+    """Shared discovery must never hide a kind that appeared before the task started, even
+    when this process did not create it (another controller, a remote worker)."""
+    group = f"share{uuid.uuid4().hex[:8]}.example.io"
+    cache = ClientCache(idle_seconds=60)
+    async with await Cluster.connect(kube_cluster.kubeconfig) as other:
+        try:
+            async with cache.cluster(kubeconfig_text) as cluster:
+                assert f"{group}/v1/Gadget" not in await cluster.mapper.api_versions()
+            await other.apply(crd(group))
+
+            async def served() -> bool:
+                return f"{group}/v1" in await Cluster(other.client).mapper.api_versions()
+
+            await poll_until(served, timeout=30.0, what=f"{group}/v1 served", interval=0.2)
+            async with cache.cluster(kubeconfig_text) as cluster:
+                assert f"{group}/v1/Gadget" in await cluster.mapper.api_versions()
+        finally:
+            await other.delete(crd(group))
+            await cache.aclose()
+
+
+async def test_tasks_arriving_together_share_one_refresh(kubeconfig_text: str) -> None:
+    cache = ClientCache(idle_seconds=60, client_type=RecordingKubeClient)
+
+    async def task() -> None:
+        async with cache.cluster(kubeconfig_text) as cluster:
+            await cluster.mapper.api_versions()
+
+    try:
+        await task()
+        async with cache.cluster(kubeconfig_text) as cluster:
+            assert isinstance(cluster.client, RecordingKubeClient)
+            cluster.client.take()
+        await asyncio.gather(*(task() for _ in range(12)))
+        sent = Counter(path for _, path in cluster.client.take())
+        assert sent["/version"] <= 2  # the refresh running when they arrived, and one more
+        assert sent["/apis/apiextensions.k8s.io/v1/customresourcedefinitions"] <= 2
+    finally:
+        await cache.aclose()
 
 
 async def test_idle_clients_are_closed_and_bad_kubeconfigs_cache_nothing(

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import re
 import uuid
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
+from reconciler.kube.clients import ClientCache
 from reconciler.model.operation import Operation
 from reconciler.model.remote import RemoteTask
 from reconciler.model.status import OperationState, OperationType
@@ -20,6 +24,7 @@ from reconciler.mothership.settings import Settings
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, make_chart
 from tests.helpers.clusters import cluster_spec, reconciling
+from tests.helpers.counting import RecordingKubeClient
 
 
 def operation(scheduling_id: str, retries: int = 0) -> Operation:
@@ -92,3 +97,48 @@ async def test_operations_of_one_cluster_share_its_client_until_the_invoker_clos
     finally:
         await invoker.aclose()
     assert len(invoker.clients) == 0
+
+
+async def test_a_reconciliation_of_12_components_reads_discovery_once(
+    tmp_path: Path, kube_cluster: KubeTarget, namespace: str
+) -> None:
+    """Issue 11 B: every first install read the whole discovery for its `.Capabilities` (one
+    request per group version, ~37 on the test bed): 12 components, 12 full reads. With the
+    cluster's discovery shared and revalidated by the fingerprint, each group version is read
+    once (twice at most: a refresh may find the cluster changed by the run itself)."""
+    chart = make_chart(tmp_path, "cms", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["x"]})
+    names = [f"c{i:02d}" for i in range(12)]
+    base = cluster_spec("runtime", kubeconfig=kube_cluster.kubeconfig.read_text())
+    components = [{"component": name, "namespace": namespace, "URL": str(chart)} for name in names]
+    spec = base.model_copy(
+        update={
+            "kyma_config": base.kyma_config.model_validate(
+                {"version": "1", "components": components}
+            )
+        }
+    )
+    state = reconciling(spec)
+    reconciler = ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
+    clients = ClientCache(allow_host_access=True, client_type=RecordingKubeClient)
+    invoker = InProcessInvoker(Planner(Settings()), reconciler, 60.0, clients=clients)
+    sent: list[tuple[str, str]] = []
+    try:
+
+        async def install(name: str) -> None:
+            op = replace(
+                operation("run-1"), correlation_id=name, component=name, namespace=namespace
+            )
+            result = await invoker.invoke(op, state, lambda _blocker: None)
+            assert result.ok, result.reason
+
+        await asyncio.gather(*(install(name) for name in names))
+        async with clients.cluster(spec.kubeconfig) as cluster:
+            assert isinstance(cluster.client, RecordingKubeClient)
+            sent = cluster.client.take()
+    finally:
+        await invoker.aclose()
+    group_versions = Counter(
+        path for _, path in sent if re.fullmatch(r"/api/v1|/apis/[^/]+/[^/]+", path)
+    )
+    assert group_versions  # the capabilities were read ...
+    assert max(group_versions.values()) <= 2, group_versions  # ... and shared

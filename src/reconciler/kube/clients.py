@@ -3,10 +3,14 @@
 A control plane runs every component of a cluster within seconds (the component reconciler
 service gets them from the mothership; the mothership's in-process workers claim them), and most
 of a trivial task's cost was opening a client: TLS handshakes for dozens of discovery requests. So
-clients (connection pools) are kept per kubeconfig digest for a short idle time, while every
-attempt still gets a fresh `Cluster` with its own discovery: capabilities never come from before
-a CRD another component just applied. Only a digest of the kubeconfig is kept as key; the text
-lives inside the client as before. A bounded number of idle clients, all closed on shutdown.
+clients (connection pools) are kept per kubeconfig digest for a short idle time, and with them
+one `Cluster` (discovery, learned unstored zero values) shared by the tasks of that cluster. Each
+task still starts from the cluster as it is: `Cluster.refresh` asks the version again and keeps
+the discovery only while the capabilities fingerprint (4 requests) stands still, so capabilities
+never come from before a CRD another component just applied, while a first install no longer
+reads the whole discovery (one request per group version) for its `.Capabilities`. Only a digest
+of the kubeconfig is kept as key; the text lives inside the client as before. A bounded number of
+idle clients, all closed on shutdown.
 
 A client whose use fails with a connection error or an authentication/authorization refusal
 (401) is dropped at once (and closed when its last user is done): the next use builds a
@@ -48,6 +52,8 @@ class _Entry:
     users: int = 0
     last_used: float = field(default_factory=time.monotonic)
     dropped: bool = False
+    cluster: Cluster | None = None
+    """The tasks' shared `Cluster` over `client`, made on first use by `ClientCache.cluster`."""
 
 
 class ClientCache:
@@ -59,15 +65,18 @@ class ClientCache:
         allow_host_access: bool = False,
         timeout: float = 30.0,
         pool: int = 64,
+        client_type: type[KubeClient] = KubeClient,
     ) -> None:
         """`allow_host_access`: kubeconfigs may run commands or read files here (only for ones
         a policy already accepted, such as those the mothership stored). `timeout` and `pool`
-        are each client's (a poller wants a short timeout and few connections)."""
+        are each client's (a poller wants a short timeout and few connections). `client_type`:
+        what connects (tests pass one that counts its requests)."""
         self.max_idle = max_idle
         self.idle_seconds = idle_seconds
         self.allow_host_access = allow_host_access
         self.timeout = timeout
         self.pool = pool
+        self.client_type = client_type
         self._entries: dict[str, _Entry] = {}
 
     def __len__(self) -> int:
@@ -75,15 +84,17 @@ class ClientCache:
 
     @contextlib.asynccontextmanager
     async def cluster(self, kubeconfig: str) -> AsyncIterator[Cluster]:
-        """A `Cluster` (fresh discovery) over a shared client; proves the apiserver answers.
+        """The shared `Cluster` of `kubeconfig`, refreshed for a task that starts now (see the
+        module docstring); proves the apiserver answers.
 
         Raises KubeconfigError / ClusterUnreachable as `Cluster.connect` does.
         """
         key = hashlib.sha256(kubeconfig.encode()).hexdigest()
-        async with self._lease(key, lambda: self._new(kubeconfig, text=True)) as client:
-            cluster = Cluster(client)
-            await cluster.version()
-            yield cluster
+        async with self._lease(key, lambda: self._new(kubeconfig, text=True)) as entry:
+            if entry.cluster is None:
+                entry.cluster = Cluster(entry.client)
+            await entry.cluster.refresh()
+            yield entry.cluster
 
     @contextlib.asynccontextmanager
     async def client(self, kubeconfig: Path) -> AsyncIterator[KubeClient]:
@@ -94,11 +105,11 @@ class ClientCache:
         """
         content = await asyncio.to_thread(_content, kubeconfig)
         key = hashlib.sha256(str(kubeconfig).encode() + b"\0" + content).hexdigest()
-        async with self._lease(key, lambda: self._new(kubeconfig)) as client:
-            yield client
+        async with self._lease(key, lambda: self._new(kubeconfig)) as entry:
+            yield entry.client
 
     def _new(self, kubeconfig: str | Path, *, text: bool = False) -> KubeClient:
-        return KubeClient.from_kubeconfig(
+        return self.client_type.from_kubeconfig(
             kubeconfig,
             text=text,
             allow_host_access=self.allow_host_access,
@@ -107,16 +118,14 @@ class ClientCache:
         )
 
     @contextlib.asynccontextmanager
-    async def _lease(
-        self, key: str, factory: Callable[[], KubeClient]
-    ) -> AsyncIterator[KubeClient]:
+    async def _lease(self, key: str, factory: Callable[[], KubeClient]) -> AsyncIterator[_Entry]:
         entry = self._entries.get(key)
         if entry is None:
             entry = _Entry(factory())
             self._entries[key] = entry
         entry.users += 1
         try:
-            yield entry.client
+            yield entry
         except ClusterUnreachable:
             self._drop(key, entry)
             raise

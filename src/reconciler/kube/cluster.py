@@ -35,12 +35,39 @@ class Cluster:
         self.unstored_zeros = UnstoredZeros()
         self._version: str | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._refreshing: asyncio.Task[None] | None = None
+        self._queued: asyncio.Task[None] | None = None
 
     async def version(self) -> str:
-        """The cluster's Kubernetes version (asked once per connection)."""
+        """The cluster's Kubernetes version (asked once per connection, and on `refresh`)."""
         if self._version is None:
             self._version = await self.client.version()
         return self._version
+
+    async def refresh(self) -> None:
+        """Bring what this object caches up to the cluster as it is now, for an operation that
+        starts now and shares the object with others (`kube.clients`): the version is asked
+        again (which proves the apiserver answers) and discovery is kept only while the
+        capabilities fingerprint stands still; a new version or new kinds also forget the
+        learned unstored zero values. Callers arriving together share one refresh, but never
+        one that started before they arrived: it might predate what they must see (a CRD the
+        previous operation applied). Raises ClusterUnreachable as `version` does."""
+        if self._queued is None:
+            self._queued = asyncio.ensure_future(self._refresh_after(self._refreshing))
+        await asyncio.shield(self._queued)
+
+    async def _refresh_after(self, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.wait({previous})
+        # running from here on: whoever arrives now queues the next refresh
+        self._refreshing, self._queued = self._queued, None
+        version = await self.client.version()
+        if self._version is not None and version != self._version:
+            self.mapper.invalidate()  # an upgraded apiserver: nothing learned before holds
+        kept = await self.mapper.revalidate()
+        if not kept:
+            self.unstored_zeros = UnstoredZeros()
+        self._version = version
 
     @classmethod
     async def connect(

@@ -82,14 +82,41 @@ class RestMapper:
         only ways a cluster gains kinds). The no-op fast path digests this, not the full list."""
         async with self._fingerprint_lock:
             if self._fingerprint is None:
-                groups = await self._load_groups()
-                crds, services = await asyncio.gather(
-                    self._generations("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
-                    self._generations("/apis/apiregistration.k8s.io/v1/apiservices"),
-                )
-                text = json.dumps([groups, crds, services], sort_keys=True)
-                self._fingerprint = hashlib.sha256(text.encode()).hexdigest()
+                self._fingerprint = await self._compute_fingerprint()
             return self._fingerprint
+
+    async def revalidate(self) -> bool:
+        """Keep the cached discovery only if the cluster's fingerprint did not move since it was
+        read: a mapper shared by the operations of one cluster (`kube.clients`) then answers
+        `api_versions` as a fresh one would, for 4 requests instead of one per group version.
+        Returns whether the cache was kept. A fingerprint that cannot be read (no permission
+        to list CRDs) forgets everything: discovery is then read afresh, as without sharing."""
+        kept = self._fingerprint
+        async with self._fingerprint_lock:
+            self._fingerprint = None
+            async with self._lock:
+                self._groups = None  # the fingerprint's groups are read afresh
+            try:
+                fresh = await self._compute_fingerprint()
+            except KubeApiError:
+                self.invalidate()
+                return False
+            if fresh == kept:
+                self._fingerprint = fresh
+                return True
+            groups = self._groups
+            self.invalidate()
+            self._groups, self._fingerprint = groups, fresh
+            return False
+
+    async def _compute_fingerprint(self) -> str:
+        groups = await self._load_groups()
+        crds, services = await asyncio.gather(
+            self._generations("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+            self._generations("/apis/apiregistration.k8s.io/v1/apiservices"),
+        )
+        text = json.dumps([groups, crds, services], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     async def _generations(self, path: str) -> list[tuple[str, int]]:
         try:

@@ -68,7 +68,8 @@ class InProcessInvoker:
         # the operations of a cluster share its HTTP client (connection pool, TLS sessions);
         # each still gets a fresh `Cluster` with its own discovery. A stored kubeconfig passed
         # the API's host-access policy when it was accepted.
-        self.clients = clients or ClientCache(allow_host_access=True)
+        # (`is None`: an empty cache has no length, so `or` would drop the one passed in)
+        self.clients = ClientCache(allow_host_access=True) if clients is None else clients
 
     def _live_index(self, scheduling_id: str) -> LiveIndex:
         """One live index per reconciliation: its components' no-op checks share one metadata
