@@ -57,8 +57,13 @@ class KubeClient:
         params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(
             config
         )
+        # HTTP/2 where the server offers it (the apiserver does; client-go speaks it too): the
+        # requests of every task on this cluster share one connection, where HTTP/1.1 needed a
+        # connection (TLS handshake) per concurrent request and its pool scanned every idle one
+        # for each request, the largest CPU cost of a mothership sweep (docs/benchmarks.md)
         params["transport"] = transport = httpx2.AsyncHTTPTransport(
             verify=params["verify"],
+            http2=True,
             limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
         )
         cheap_liveness_checks(transport)  # the pool probes every idle connection per request
