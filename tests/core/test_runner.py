@@ -241,7 +241,7 @@ async def test_actions_run_around_and_instead_of_the_generic_steps(
     assert await cluster.get(default_cm) is None
 
 
-async def test_a_namespace_the_component_creates_is_applied_once_and_recorded(
+async def test_a_namespace_the_component_creates_is_created_once_and_recorded(
     kube_cluster: KubeTarget, reconciler: ComponentReconciler, tmp_path: Path
 ) -> None:
     fresh = f"fresh-{uuid.uuid4().hex[:8]}"
@@ -251,10 +251,13 @@ async def test_a_namespace_the_component_creates_is_applied_once_and_recorded(
         try:
             outcome = await reconciler.run(task(chart, fresh, wait=False), cluster)
             assert outcome.ok, outcome.error
-            namespace_applies = [
-                sent for sent in client.take() if sent == ("PATCH", f"/api/v1/namespaces/{fresh}")
+            namespace_writes = [
+                sent
+                for sent in client.take()
+                if sent
+                in (("PATCH", f"/api/v1/namespaces/{fresh}"), ("POST", "/api/v1/namespaces"))
             ]
-            assert len(namespace_applies) == 1
+            assert namespace_writes == [("POST", "/api/v1/namespaces")]  # created, only once
             assert ("", "Namespace", "", fresh) in outcome.changed
             record = await inventory.read(cluster, "web", fresh)
             assert record is not None
@@ -264,3 +267,51 @@ async def test_a_namespace_the_component_creates_is_applied_once_and_recorded(
             }
         finally:
             await reconciler.run(task(chart, fresh, type=TaskType.DELETE), cluster)
+
+
+async def test_components_creating_their_namespace_together_leave_it_one_owner(
+    kube_cluster: KubeTarget, reconciler: ComponentReconciler, tmp_path: Path
+) -> None:
+    """A mothership reconciliation runs a cluster's components at once; each used to see the
+    shared namespace missing, create it with an apply and record it as its own. Their component
+    labels then overwrote each other, so every later no-op run re-applied the namespace and
+    rewrote the record for several of them, for ever."""
+    fresh = f"fresh-{uuid.uuid4().hex[:8]}"
+    names = [f"c{i}" for i in range(6)]
+    charts = {
+        name: make_chart(tmp_path, name, {"cms.yaml": CONFIGMAPS}, {"configmaps": [name]})
+        for name in names
+    }
+    cluster, client = await recording_cluster(kube_cluster)
+    async with cluster:
+        try:
+
+            async def run_all() -> list[tuple[str, str]]:
+                """Every component at once; the requests they sent."""
+                client.take()
+                outcomes = await asyncio.gather(
+                    *(
+                        reconciler.run(
+                            task(charts[name], fresh, component=name, wait=False), cluster
+                        )
+                        for name in names
+                    )
+                )
+                assert all(outcome.ok for outcome in outcomes), [o.error for o in outcomes]
+                return client.take()
+
+            await run_all()
+            records = [await inventory.read(cluster, name, fresh) for name in names]
+            owners = [
+                record.component
+                for record in records
+                if record and any(e.kind == "Namespace" for e in record.entries)
+            ]
+            assert len(owners) == 1, owners
+            writes = [(m, path) for m, path in await run_all() if m in ("PATCH", "POST", "PUT")]
+            assert writes == []  # the no-op run: nothing re-applied, no record rewritten
+        finally:
+            for name in names:
+                await reconciler.run(
+                    task(charts[name], fresh, component=name, type=TaskType.DELETE), cluster
+                )

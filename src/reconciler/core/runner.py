@@ -336,8 +336,11 @@ class ComponentReconciler:
             component=task.component,
         )
         if await cluster.get(namespace) is None:
-            # first: the inventory record lives in it
-            return namespace, await cluster.apply(namespace)
+            # first: the inventory record lives in it. Created, not applied: components of one
+            # namespace run at once, and each would own it (and relabel it on every run after)
+            created = await cluster.create(namespace)
+            if created is not None:
+                return namespace, created
         return (namespace if namespace.key in old else None), None
 
     async def _delete(

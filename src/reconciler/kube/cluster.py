@@ -161,6 +161,27 @@ class Cluster:
             delay = min(delay * 2, 3.0)
         raise AssertionError("unreachable")
 
+    async def create(
+        self, obj: KubeObject | dict[str, Any], *, field_manager: str = FIELD_MANAGER
+    ) -> KubeObject | None:
+        """Create `obj` only if it does not exist yet; None when it does (whoever created it
+        first keeps it: an apply would take it over). For claims such as "this component made
+        the namespace", where concurrent appliers must not all win."""
+        target = _as_object(obj)
+        info = await self.info(target)
+        try:
+            live = await self.client.request(
+                "POST",
+                info.path(target.namespace or None),
+                params={"fieldManager": field_manager},
+                body=target.raw,
+            )
+        except KubeApiError as exc:
+            if exc.status == 409 and exc.reason == "AlreadyExists":
+                return None
+            raise ApplyError(f"{target}: create rejected by the apiserver: {exc}") from None
+        return KubeObject(live)
+
     async def get(self, obj: KubeObject | dict[str, Any]) -> KubeObject | None:
         target = _as_object(obj)
         info = await self.info(target)
