@@ -57,17 +57,21 @@ class KubeClient:
         params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(
             config
         )
-        # HTTP/2 where the server offers it (the apiserver does; client-go speaks it too): the
-        # requests of every task on this cluster share one connection, where HTTP/1.1 needed a
-        # connection (TLS handshake) per concurrent request and its pool scanned every idle one
-        # for each request, the largest CPU cost of a mothership sweep (docs/benchmarks.md)
-        params["transport"] = transport = httpx2.AsyncHTTPTransport(
-            verify=params["verify"],
-            http2=True,
-            limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
-        )
-        cheap_liveness_checks(transport)  # the pool probes every idle connection per request
-        self._http = httpx2.AsyncClient(**params)
+        params.pop("transport", None)  # ours below, one per protocol
+        limits = httpx2.Limits(max_connections=pool, max_keepalive_connections=pool)
+        # Requests: HTTP/2 where the server offers it (the apiserver does; client-go speaks it
+        # too), so the requests of every task on this cluster share one connection, where
+        # HTTP/1.1 needed a connection (TLS handshake) per concurrent request and its pool
+        # scanned every idle one for each request, the largest CPU cost of a mothership sweep
+        # (docs/benchmarks.md). Watches stay on HTTP/1.1, a connection each, as before: on the
+        # shared HTTP/2 connection an operator's watch-driven update never arrived
+        # (tests/operator/test_catalog_index.py), and a long-lived stream has nothing to gain.
+        requests = httpx2.AsyncHTTPTransport(verify=params["verify"], http2=True, limits=limits)
+        watches = httpx2.AsyncHTTPTransport(verify=params["verify"], limits=limits)
+        for transport in (requests, watches):  # the pool probes every idle connection
+            cheap_liveness_checks(transport)
+        self._http = httpx2.AsyncClient(**params, transport=requests)
+        self._watch_http = httpx2.AsyncClient(**params, transport=watches)
 
     @classmethod
     def from_kubeconfig(
@@ -91,6 +95,7 @@ class KubeClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        await self._watch_http.aclose()
 
     async def request(
         self,
@@ -127,7 +132,7 @@ class KubeClient:
         """Stream one watch (`?watch=1`): each event as decoded JSON until the server ends it.
         No read timeout: a quiet watch is not a dead one (`timeoutSeconds` bounds it)."""
         try:
-            async with self._http.stream(
+            async with self._watch_http.stream(
                 "GET",
                 path,
                 params={**params, "watch": "1"},
