@@ -55,6 +55,10 @@ class _Entry:
     cluster: Cluster | None = None
     """The tasks' shared `Cluster` over `client`, made on first use by `ClientCache.cluster`."""
 
+    async def aclose(self) -> None:
+        """Close the client, and the shared cluster's background work (CRD warm-ups) with it."""
+        await (self.cluster or self.client).aclose()
+
 
 class ClientCache:
     def __init__(
@@ -137,7 +141,7 @@ class ClientCache:
             entry.users -= 1
             entry.last_used = time.monotonic()
             if entry.dropped and entry.users == 0:
-                await entry.client.aclose()
+                await entry.aclose()
             await self._evict()
 
     def _drop(self, key: str, entry: _Entry) -> None:
@@ -156,10 +160,10 @@ class ClientCache:
         surplus = [k for k, _ in idle if k not in stale][
             : max(0, len(idle) - len(stale) - self.max_idle)
         ]
-        closing = [self._entries.pop(k).client for k in [*stale, *surplus]]
+        closing = [self._entries.pop(k) for k in [*stale, *surplus]]
         if closing:
             await asyncio.gather(*(c.aclose() for c in closing), return_exceptions=True)
 
     async def aclose(self) -> None:
         entries, self._entries = list(self._entries.values()), {}
-        await asyncio.gather(*(e.client.aclose() for e in entries), return_exceptions=True)
+        await asyncio.gather(*(e.aclose() for e in entries), return_exceptions=True)
