@@ -52,7 +52,10 @@ def _error_from(response: httpx2.Response) -> KubeApiError:
 class KubeClient:
     """One cluster. Create with `from_kubeconfig`; close with `aclose` (or `async with`)."""
 
-    def __init__(self, config: SingleConfig, *, timeout: float = 30.0, pool: int = 64) -> None:
+    def __init__(
+        self, config: SingleConfig, *, timeout: float = 30.0, pool: int = 64, http2: bool = True
+    ) -> None:
+        """`http2=False`: plain requests over HTTP/1.1 too, a connection each (as watches)."""
         self.server = config.cluster.server
         params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(
             config
@@ -66,7 +69,7 @@ class KubeClient:
         # (docs/benchmarks.md). Watches stay on HTTP/1.1, a connection each, as before: on the
         # shared HTTP/2 connection an operator's watch-driven update never arrived
         # (tests/operator/test_catalog_index.py), and a long-lived stream has nothing to gain.
-        requests = httpx2.AsyncHTTPTransport(verify=params["verify"], http2=True, limits=limits)
+        requests = httpx2.AsyncHTTPTransport(verify=params["verify"], http2=http2, limits=limits)
         watches = httpx2.AsyncHTTPTransport(verify=params["verify"], limits=limits)
         for transport in (requests, watches):  # the pool probes every idle connection
             cheap_liveness_checks(transport)
