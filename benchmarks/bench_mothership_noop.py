@@ -73,7 +73,8 @@ async def statuses(engine: Engine) -> dict[str, int]:
 
 
 async def until_all_ready(engine: Engine, clusters: int, timeout: float) -> dict[str, int]:
-    deadline = time.perf_counter() + timeout
+    started = time.perf_counter()
+    deadline, reported = started + timeout, started
     while True:
         try:
             found = await statuses(engine)
@@ -86,6 +87,9 @@ async def until_all_ready(engine: Engine, clusters: int, timeout: float) -> dict
         settled = found.get(ClusterStatus.READY, 0) + found.get(ClusterStatus.ERROR, 0)
         if settled >= clusters or time.perf_counter() > deadline:
             return found
+        if time.perf_counter() - reported >= 60:  # a 1,000-cluster sweep takes many minutes
+            reported = time.perf_counter()
+            print(f"  {reported - started:.0f} s: {found}", file=sys.stderr, flush=True)
         await asyncio.sleep(0.25)
 
 
