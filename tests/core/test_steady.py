@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -214,3 +215,34 @@ async def test_a_shared_index_reads_every_component_of_a_run_with_one_list_per_k
             await cluster.delete(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             )
+
+
+async def test_each_run_hands_back_the_record_it_left(
+    bench: Bench, namespace: str, tmp_path: Path
+) -> None:
+    """Full run, no-op and drift repair: the outcome carries the record as written, so a driver
+    (the operator's Manifest controller) need not read it again."""
+    cluster, _, _, reconciler = bench
+    chart = configmaps_chart(tmp_path, ["a", "b"])
+
+    async def matches_the_cluster(run_outcome: Any) -> None:
+        assert run_outcome.ok, run_outcome.error
+        stored = await inventory.read(cluster, "web", namespace)
+        assert stored is not None
+        assert run_outcome.record is not None
+
+        def essence(record: inventory.Inventory) -> tuple[Any, ...]:
+            entries = sorted((repr(e.key), repr(asdict(e))) for e in record.entries)
+            return (record.state, record.digest, record.version, entries)
+
+        assert essence(run_outcome.record) == essence(stored)
+
+    await matches_the_cluster(await reconciler.run(web(chart, namespace), cluster))
+    await matches_the_cluster(await reconciler.run(web(chart, namespace), cluster))
+    await cluster.client.request(
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}/configmaps/a",
+        body={"data": {"greeting": "tampered"}},
+        content_type="application/merge-patch+json",
+    )
+    await matches_the_cluster(await reconciler.run(web(chart, namespace), cluster))

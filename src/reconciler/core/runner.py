@@ -309,6 +309,7 @@ class ComponentReconciler:
         record.entries = [inventory.Entry.of(live) for live in final.values()]
         record.ready = task.wait
         await inventory.write(cluster, record)
+        outcome.record = record
 
     @staticmethod
     async def _still_ours(

@@ -91,6 +91,7 @@ class SteadyState:
         outcome.checked = len(entries)
         recheck = [entries[key].as_object() for key in moved if entries[key].kind in WATCHED_KINDS]
         if not drifted and not (task.wait and recheck):
+            outcome.record = self.record
             return True  # the no-op: nothing applied, nothing written
         final: dict[ObjectKey, KubeObject] = {}
         record = self.record
@@ -121,5 +122,6 @@ class SteadyState:
             inventory.Entry.of(final[key]) if key in final else entry.seen(observed.get(key))
             for key, entry in entries.items()
         ]
-        await inventory.write(cluster, replace(record, entries=updated))
+        outcome.record = replace(record, entries=updated)
+        await inventory.write(cluster, outcome.record)
         return True

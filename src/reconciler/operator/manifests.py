@@ -145,7 +145,7 @@ class ManifestController:
             if outcome.transient:
                 await self._evict(body)
             return await self._report(body, State.ERROR, outcome.error, error=True)
-        record = await inventory.read(cluster, task.component, task.namespace)
+        record = outcome.record or await inventory.read(cluster, task.component, task.namespace)
         entries = record.entries if record else []
         watched = [e.as_object() for e in entries if e.kind in WATCHED_KINDS]
         crds = [obj for obj in watched if obj.is_crd]
