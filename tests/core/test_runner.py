@@ -257,7 +257,11 @@ async def test_a_namespace_the_component_creates_is_created_once_and_recorded(
                 if sent
                 in (("PATCH", f"/api/v1/namespaces/{fresh}"), ("POST", "/api/v1/namespaces"))
             ]
-            assert namespace_writes == [("POST", "/api/v1/namespaces")]  # created, only once
+            # created once, then applied by its creator so that a later apply changes nothing
+            assert namespace_writes == [
+                ("POST", "/api/v1/namespaces"),
+                ("PATCH", f"/api/v1/namespaces/{fresh}"),
+            ]
             assert ("", "Namespace", "", fresh) in outcome.changed
             record = await inventory.read(cluster, "web", fresh)
             assert record is not None
@@ -265,6 +269,11 @@ async def test_a_namespace_the_component_creates_is_created_once_and_recorded(
                 ("Namespace", fresh),
                 ("ConfigMap", "a"),
             }
+            # a full run applies the namespace again: nothing changes (the CLI's re-run of a
+            # set reported it changed when the creation was the only write)
+            again = await reconciler.run(task(chart, fresh, wait=False, force=True), cluster)
+            assert again.ok, again.error
+            assert again.changed == []
         finally:
             await reconciler.run(task(chart, fresh, type=TaskType.DELETE), cluster)
 

@@ -341,7 +341,10 @@ class ComponentReconciler:
             # namespace run at once, and each would own it (and relabel it on every run after)
             created = await cluster.create(namespace)
             if created is not None:
-                return namespace, created
+                # the creator owns it: applied once more now, so that its fields are ours as an
+                # apply (the creation recorded them as an update) and the next run's apply of the
+                # same namespace changes nothing (else every first re-run reported it changed)
+                return namespace, await cluster.apply(namespace)
         return (namespace if namespace.key in old else None), None
 
     async def _delete(
