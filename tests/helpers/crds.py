@@ -1,4 +1,5 @@
-"""Compare a generated CRD schema with a reference one (operator mode, infrastructure manager)."""
+"""CRDs in tests: compare a generated CRD schema with a reference one (operator mode,
+infrastructure manager), and a minimal CRD that changes a cluster's discovery."""
 
 from __future__ import annotations
 
@@ -42,3 +43,25 @@ def differences(
             kept,
         )
     return problems
+
+
+def gadget_crd(group: str) -> dict[str, Any]:
+    """A minimal namespaced CRD (`Gadget` in `group`): creating it changes discovery."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }

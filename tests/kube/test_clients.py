@@ -17,6 +17,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.helpers.counting import RecordingKubeClient
+from tests.helpers.crds import gadget_crd
 from tests.remote.test_client import UNREACHABLE
 
 GROUP_VERSION = re.compile(r"/api/v1|/apis/[^/]+/[^/]+")
@@ -31,27 +32,6 @@ def kubeconfig_text(kube_cluster: KubeTarget) -> str:
 def discovery(client: RecordingKubeClient) -> list[str]:
     """The group-version discovery requests since the last call."""
     return [path for _, path in client.take() if GROUP_VERSION.fullmatch(path)]
-
-
-def crd(group: str) -> dict[str, object]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"gadgets.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object"}},
-                }
-            ],
-        },
-    }
 
 
 async def test_tasks_for_one_cluster_share_its_client_and_discovery(
@@ -99,7 +79,7 @@ async def test_a_crd_created_between_tasks_is_in_the_next_tasks_capabilities(
         try:
             async with cache.cluster(kubeconfig_text) as cluster:
                 assert f"{group}/v1/Gadget" not in await cluster.mapper.api_versions()
-            await other.apply(crd(group))
+            await other.apply(gadget_crd(group))
 
             async def served() -> bool:
                 return f"{group}/v1" in await Cluster(other.client).mapper.api_versions()
@@ -108,7 +88,7 @@ async def test_a_crd_created_between_tasks_is_in_the_next_tasks_capabilities(
             async with cache.cluster(kubeconfig_text) as cluster:
                 assert f"{group}/v1/Gadget" in await cluster.mapper.api_versions()
         finally:
-            await other.delete(crd(group))
+            await other.delete(gadget_crd(group))
             await cache.aclose()
 
 

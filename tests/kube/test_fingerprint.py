@@ -13,6 +13,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import RestMapper
 from tests.conftest import KubeTarget
 from tests.helpers.counting import RecordingKubeClient
+from tests.helpers.crds import gadget_crd
 
 
 async def test_fingerprint_is_stable_and_moves_when_a_crd_adds_a_kind(
@@ -22,24 +23,7 @@ async def test_fingerprint_is_stable_and_moves_when_a_crd_adds_a_kind(
         before = await RestMapper(cluster.client).fingerprint()
         assert await RestMapper(cluster.client).fingerprint() == before
         group = f"fp{uuid.uuid4().hex[:8]}.example.io"
-        crd = {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"gadgets.{group}"},
-            "spec": {
-                "group": group,
-                "scope": "Namespaced",
-                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {"openAPIV3Schema": {"type": "object"}},
-                    }
-                ],
-            },
-        }
+        crd = gadget_crd(group)
         await cluster.apply(crd)
         try:
             assert await RestMapper(cluster.client).fingerprint() != before

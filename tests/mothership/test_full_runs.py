@@ -14,6 +14,7 @@ from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.clients import ClientCache
+from reconciler.model.cluster import ClusterSpec
 from reconciler.model.operation import Operation
 from reconciler.model.remote import RemoteTask
 from reconciler.model.status import OperationState, OperationType
@@ -68,21 +69,26 @@ def test_operations_of_one_reconciliation_share_one_live_index_and_old_ones_are_
     assert invoker._live_index("run-1") is not first  # dropped beyond `shared_runs`
 
 
-async def test_operations_of_one_cluster_share_its_client_until_the_invoker_closes(
-    tmp_path: Path, kube_cluster: KubeTarget, namespace: str
-) -> None:
-    chart = make_chart(tmp_path, "cms", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["x"]})
+def with_components(kube_cluster: KubeTarget, components: list[dict[str, str]]) -> ClusterSpec:
+    """A cluster spec for the test bed with exactly `components` (version "1")."""
     base = cluster_spec("runtime", kubeconfig=kube_cluster.kubeconfig.read_text())
-    components = [
-        {"component": name, "namespace": namespace, "URL": str(chart)} for name in ("a", "b")
-    ]
-    spec = base.model_copy(
+    return base.model_copy(
         update={
             "kyma_config": base.kyma_config.model_validate(
                 {"version": "1", "components": components}
             )
         }
     )
+
+
+async def test_operations_of_one_cluster_share_its_client_until_the_invoker_closes(
+    tmp_path: Path, kube_cluster: KubeTarget, namespace: str
+) -> None:
+    chart = make_chart(tmp_path, "cms", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["x"]})
+    components = [
+        {"component": name, "namespace": namespace, "URL": str(chart)} for name in ("a", "b")
+    ]
+    spec = with_components(kube_cluster, components)
     state = reconciling(spec)
     reconciler = ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
     invoker = InProcessInvoker(Planner(Settings()), reconciler, 60.0)
@@ -108,15 +114,8 @@ async def test_a_reconciliation_of_12_components_reads_discovery_once(
     once (twice at most: a refresh may find the cluster changed by the run itself)."""
     chart = make_chart(tmp_path, "cms", {"cms.yaml": CONFIGMAPS}, {"configmaps": ["x"]})
     names = [f"c{i:02d}" for i in range(12)]
-    base = cluster_spec("runtime", kubeconfig=kube_cluster.kubeconfig.read_text())
     components = [{"component": name, "namespace": namespace, "URL": str(chart)} for name in names]
-    spec = base.model_copy(
-        update={
-            "kyma_config": base.kyma_config.model_validate(
-                {"version": "1", "components": components}
-            )
-        }
-    )
+    spec = with_components(kube_cluster, components)
     state = reconciling(spec)
     reconciler = ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
     clients = ClientCache(allow_host_access=True, client_type=RecordingKubeClient)

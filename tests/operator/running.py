@@ -41,3 +41,11 @@ async def running(
             dump_stacks()
             pytest.fail(f"the operator did not stop within {stop_timeout:g}s (stacks on stderr)")
         task.result()
+
+
+def reconciles(operator: Operator, kind: str) -> float:
+    """Completed reconciles of `kind` (runs skipped as settled are not counted)."""
+    sample = operator.metrics.registry.get_sample_value(
+        "reconciler_operator_reconcile_duration_seconds_count", {"kind": kind, "result": "ok"}
+    )
+    return float(sample or 0.0)

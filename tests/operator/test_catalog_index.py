@@ -10,6 +10,7 @@ from typing import Any
 from reconciler.operator.fleet import FleetIndex
 from tests.operator import modules
 from tests.operator.conftest import World
+from tests.operator.running import reconciles
 
 
 def test_the_index_knows_the_catalog_only_once_primed_and_tells_a_change_from_a_relisting() -> None:
@@ -65,7 +66,7 @@ async def test_kymas_resolve_from_the_watched_catalog_and_follow_a_new_release(
     operator = world.operator
     catalog_lists = sum(kind in ("ModuleTemplate", "ModuleReleaseMeta") for kind in listed)
     for touch in range(3):
-        runs = _kyma_runs(operator)
+        runs = reconciles(operator, "Kyma")
         await world.control.apply(
             {
                 **modules.kyma(ns, "k1", "regular", [{"name": "beta", "managed": True}]),
@@ -74,17 +75,10 @@ async def test_kymas_resolve_from_the_watched_catalog_and_follow_a_new_release(
         )
 
         async def reconciled(runs: float = runs) -> bool:
-            return _kyma_runs(operator) > runs
+            return reconciles(operator, "Kyma") > runs
 
         await world.until(reconciled, f"Kyma reconcile {touch}", timeout=10)
     assert sum(kind in ("ModuleTemplate", "ModuleReleaseMeta") for kind in listed) == catalog_lists
-
-
-def _kyma_runs(operator: Any) -> float:
-    sample = operator.metrics.registry.get_sample_value(
-        "reconciler_operator_reconcile_duration_seconds_count", {"kind": "Kyma", "result": "ok"}
-    )
-    return float(sample or 0.0)
 
 
 async def test_a_beta_module_reaches_only_a_kyma_labelled_for_beta(world: World) -> None:

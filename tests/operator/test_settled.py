@@ -16,7 +16,7 @@ from reconciler.operator.settled import SettledRuns
 from tests.conftest import ClusterFactory, KubeTarget
 from tests.operator import modules
 from tests.operator.conftest import World
-from tests.operator.running import running
+from tests.operator.running import reconciles, running
 
 SETTINGS = OperatorSettings(
     success_interval=0.3,
@@ -47,22 +47,11 @@ def test_a_settled_key_is_skipped_only_while_covered_and_young() -> None:
     assert len(settled) == 1
 
 
-def _count(operator: Operator, name: str, labels: dict[str, str]) -> float:
-    return operator.metrics.registry.get_sample_value(name, labels) or 0.0
-
-
-def _runs(operator: Operator, kind: str) -> float:
-    return _count(
-        operator,
-        "reconciler_operator_reconcile_duration_seconds_count",
-        {"kind": kind, "result": "ok"},
-    )
-
-
 def _skipped(operator: Operator, kind: str) -> float:
-    return _count(
-        operator, "reconciler_operator_requeues_total", {"kind": kind, "reason": "settled"}
+    sample = operator.metrics.registry.get_sample_value(
+        "reconciler_operator_requeues_total", {"kind": kind, "reason": "settled"}
     )
+    return float(sample or 0.0)
 
 
 async def test_a_ready_fleet_idles_without_checks_yet_drift_and_watch_gaps_are_handled(
@@ -91,14 +80,14 @@ async def test_a_ready_fleet_idles_without_checks_yet_drift_and_watch_gaps_are_h
 
             await world.until(skipping, "settled checks skipped", timeout=30)
             # settled: many success intervals pass without a single run
-            runs = [_runs(operator, kind) for kind in KINDS]
+            runs = [reconciles(operator, kind) for kind in KINDS]
             skipped = _skipped(operator, "Manifest")
 
             async def more_skips() -> bool:
                 return _skipped(operator, "Manifest") >= skipped + 5
 
             await world.until(more_skips, "five more skipped checks", timeout=30)
-            assert [_runs(operator, kind) for kind in KINDS] == runs
+            assert [reconciles(operator, kind) for kind in KINDS] == runs
 
             # drift is reported by the watch and reverted at once, settled or not
             tampered = {
@@ -118,12 +107,12 @@ async def test_a_ready_fleet_idles_without_checks_yet_drift_and_watch_gaps_are_h
             # a watch that ended could have missed a change: the next periodic check runs
             # again (and opens the watch anew), then the Manifest settles again
             await world.until(more_skips, "settled again", timeout=30)
-            before = _runs(operator, "Manifest")
+            before = reconciles(operator, "Manifest")
             for task in list(operator.drift._watches.values()):
                 task.cancel()
             await asyncio.gather(*operator.drift._watches.values(), return_exceptions=True)
 
             async def checked_again() -> bool:
-                return _runs(operator, "Manifest") > before and len(operator.drift) > 0
+                return reconciles(operator, "Manifest") > before and len(operator.drift) > 0
 
             await world.until(checked_again, "a check after the watch ended", timeout=10)
