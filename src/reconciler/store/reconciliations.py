@@ -282,24 +282,36 @@ class ReconciliationRepository(ReconciliationQueries):
     async def finishable(self, limit: int = 500) -> list[tuple[Reconciliation, list[Operation]]]:
         """Active reconciliations with nothing left to run: no operation is in progress, orphaned
         or waiting for a retry, and either none is new or one has failed for good (the new ones
-        are then blocked behind it)."""
+        are then blocked behind it).
 
-        def has(*states: OperationState) -> sa.Exists:
-            return sa.exists().where(
-                operations.c.scheduling_id == reconciliations.c.scheduling_id,
-                operations.c.state.in_([s.value for s in states]),
-            )
+        One pass over the active reconciliations' operations, counted per state, instead of an
+        EXISTS per state: SQLite answered `EXISTS (... state = 'new')` through the state index,
+        reading every new operation of the fleet for each active reconciliation (0.7 s a tick
+        with 500 active reconciliations and 6,000 queued operations)."""
 
-        query = (
-            sa.select(reconciliations)
+        def count(*states: OperationState) -> sa.ColumnElement[int]:
+            hit = sa.case((operations.c.state.in_([s.value for s in states]), 1), else_=0)
+            return sa.func.coalesce(sa.func.sum(hit), 0)  # 0 for a plan without operations
+
+        done = (
+            sa.select(reconciliations.c.scheduling_id)
+            .outerjoin(operations, operations.c.scheduling_id == reconciliations.c.scheduling_id)
             .where(reconciliations.c.lock.is_not(None))
-            .where(~has(OperationState.IN_PROGRESS, OperationState.ORPHAN, OperationState.FAILED))
-            .where(
+            .group_by(reconciliations.c.scheduling_id)
+            .having(
+                count(OperationState.IN_PROGRESS, OperationState.ORPHAN, OperationState.FAILED) == 0
+            )
+            .having(
                 sa.or_(
-                    ~has(OperationState.NEW),
-                    has(OperationState.ERROR, OperationState.CLIENT_ERROR),
+                    count(OperationState.NEW) == 0,
+                    count(OperationState.ERROR, OperationState.CLIENT_ERROR) > 0,
                 )
             )
+            .subquery("done")
+        )
+        query = (
+            sa.select(reconciliations)
+            .join(done, done.c.scheduling_id == reconciliations.c.scheduling_id)
             .order_by(reconciliations.c.created)
             .limit(limit)
         )
