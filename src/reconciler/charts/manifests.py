@@ -1,9 +1,11 @@
 """From rendered template text to an ordered list of `KubeObject`s, the same for every renderer.
 
 Both renderers hand over (source path, text) pairs; this module splits them the way Helm splits
-manifests, drops what is not applied (NOTES.txt, partials, empty documents, Helm hooks), checks
-that each document is a Kubernetes object and orders the result: CRDs first, then Helm's install
-kind order, then by template path and name. It parses; it does not transform objects.
+manifests, drops what is not applied (NOTES.txt, partials, empty documents, Helm hooks), flattens
+`kind: List` / `<Kind>List` documents into their items (Helm's and kubectl's resource builders
+do), checks that each object is a Kubernetes object that server-side apply can address (a name,
+not only a `generateName`) and orders the result: CRDs first, then Helm's install kind order,
+then by template path and name. It parses; it does not transform objects.
 """
 
 from __future__ import annotations
@@ -71,8 +73,14 @@ Document = tuple[str, str]
 
 
 def split_documents(source: str, text: str) -> list[Document]:
-    """Split one rendered file into its documents, as Helm does."""
-    return [(source, part) for part in _SEPARATOR.split(text) if part.strip()]
+    """Split one rendered file into its documents, as Helm does.
+
+    Helm trims each document and writes it into the release manifest followed by a newline,
+    which is what it applies: a block scalar (`data: {conf: |`) that ends a document keeps its
+    final line break. Without the newline it came out one character short of what Helm and
+    `kubectl apply` store.
+    """
+    return [(source, part.strip() + "\n") for part in _SEPARATOR.split(text) if part.strip()]
 
 
 def split_cli_output(text: str) -> list[Document]:
@@ -85,7 +93,7 @@ def split_cli_output(text: str) -> list[Document]:
             source = header.group(1).strip()
             part = part[header.end() :]
         if part.strip():
-            documents.append((source, part))
+            documents.append((source, part.strip() + "\n"))  # as `split_documents`
     return documents
 
 
@@ -100,10 +108,11 @@ def to_objects(chart: Path, documents: Iterable[Document]) -> list[KubeObject]:
     entries: list[tuple[str, KubeObject]] = []
     for source, text in documents:
         raw = _load(chart, source, text)
-        if raw is None or _is_hook(raw):
+        if raw is None or _is_hook(raw):  # Helm sorts hooks out by the document's annotations
             continue
-        _check_object(chart, source, raw)
-        entries.append((source, KubeObject(raw)))
+        for item in _flatten(chart, source, raw):
+            _check_object(chart, source, item)
+            entries.append((source, KubeObject(item)))
     entries.sort(key=_order_key)
     return [obj for _, obj in entries]
 
@@ -125,6 +134,24 @@ def _load(chart: Path, source: str, text: str) -> dict[str, Any] | None:
     return raw
 
 
+def _flatten(chart: Path, source: str, raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects of one document: the items of a list (`v1 List`, `ConfigMapList`, ...; lists
+    nest), else the document itself. Like Helm's kube client, which decodes a document whose
+    kind ends in `List` and that has `items` as a list, then applies each item."""
+    items = raw.get("items")
+    if not str(raw.get("kind", "")).endswith("List") or not isinstance(items, list):
+        return [raw]
+    flat: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ChartError(
+                f"chart {chart}: template {source} renders a {raw['kind']} whose item {index} "
+                f"is a {type(item).__name__}, not a Kubernetes object"
+            )
+        flat += _flatten(chart, source, item)
+    return flat
+
+
 def _is_hook(raw: dict[str, Any]) -> bool:
     metadata = raw.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
@@ -135,6 +162,14 @@ def _check_object(chart: Path, source: str, raw: dict[str, Any]) -> None:
     missing = [field for field in ("apiVersion", "kind") if not raw.get(field)]
     metadata = raw.get("metadata")
     if not isinstance(metadata, dict) or not metadata.get("name"):
+        if isinstance(metadata, dict) and metadata.get("generateName") and not missing:
+            # `helm install` creates such an object, but every upgrade fails on it ("resource
+            # name may not be empty"); server-side apply needs the name from the start
+            raise ChartError(
+                f"chart {chart}: template {source} renders {raw['kind']} "
+                f"{metadata['generateName']!r}... with metadata.generateName and no name: "
+                "objects are server-side applied by name, so give it metadata.name"
+            )
         missing.append("metadata.name")
     if missing:
         raise ChartError(
