@@ -316,12 +316,11 @@ class ComponentReconciler:
         cluster: Cluster, candidates: list[KubeObject], component: str
     ) -> list[KubeObject]:
         """Prune only what still carries our component label: another component (e.g. the CRDs
-        pseudo-component) may have taken an object over since we recorded it."""
+        pseudo-component) may have taken an object over since we recorded it. Returns the live
+        objects: their annotations say whether Helm's resource policy keeps them."""
         lives = await asyncio.gather(*(cluster.get(obj) for obj in candidates))
         return [
-            obj
-            for obj, live in zip(candidates, lives, strict=True)
-            if live is not None and live.labels.get(COMPONENT) == component
+            live for live in lives if live is not None and live.labels.get(COMPONENT) == component
         ]
 
     async def _ensure_namespace(

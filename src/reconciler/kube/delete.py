@@ -4,7 +4,10 @@ Order: custom resources of the component's own CRDs (their controllers may need 
 finalizers while the component still exists), then namespaced objects, then cluster-scoped ones,
 then the CRDs, and namespaces last, and a namespace only when nothing that belongs to someone
 else is left in it. Objects of kinds the cluster does not serve (a CRD never installed, a
-`batch/v1` CronJob on 1.20) cannot exist: they count as deleted, not as a failure.
+`batch/v1` CronJob on 1.20) cannot exist: they count as deleted, not as a failure. Objects
+annotated `helm.sh/resource-policy: keep` are left in place, as Helm leaves them on uninstall and
+when an upgrade drops them (with the custom resources of a kept CRD, and the namespace they are
+in); each is named in the warnings.
 """
 
 from __future__ import annotations
@@ -23,6 +26,15 @@ from reconciler.util.polling import poll_until
 # Objects Kubernetes itself puts into every namespace; they never make a namespace "foreign".
 _AUTOMATIC = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
 _AUTOMATIC_KINDS = {"Event", "Endpoints", "EndpointSlice", "Lease"}
+RESOURCE_POLICY = "helm.sh/resource-policy"
+KEEP = "keep"
+
+
+def keeps(obj: KubeObject) -> bool:
+    """Whether the object asks to outlive its chart (`helm.sh/resource-policy: keep`; Helm trims
+    and lower-cases the value)."""
+    policy = obj.annotations.get(RESOURCE_POLICY)
+    return isinstance(policy, str) and policy.strip().lower() == KEEP
 
 
 def _crd_kinds(objects: list[KubeObject]) -> set[tuple[str, str]]:
@@ -152,7 +164,17 @@ async def delete_objects(
     on_phase: Callable[[str], None] | None = None,
     warnings: list[str] | None = None,
 ) -> list[KubeObject]:
-    """Delete `objects` wave by wave; return those actually deleted."""
+    """Delete `objects` wave by wave; return those actually deleted.
+
+    The keep policy is read from the objects as given: pass rendered or live objects, not bare
+    references (an inventory entry carries no annotations)."""
+    kept = [obj for obj in objects if keeps(obj)]
+    if kept:
+        if on_phase:
+            on_phase(f"keeping {len(kept)} objects ({RESOURCE_POLICY}: {KEEP})")
+        if warnings is not None:
+            warnings.extend(f"{obj} kept: annotated {RESOURCE_POLICY}: {KEEP}" for obj in kept)
+        objects = [obj for obj in objects if not keeps(obj)]
     crds = [obj for obj in objects if obj.is_crd]
     extra = await live_custom_resources(cluster, crds) if crds else []
     keys = {obj.key for obj in objects}
@@ -160,7 +182,9 @@ async def delete_objects(
     deleted: list[KubeObject] = []
     for wave in delete_waves(everything):
         if wave[0].is_namespace:
-            wave = await _deletable_namespaces(cluster, wave, keys, component, warnings)
+            wave = await _deletable_namespaces(
+                cluster, wave, keys, component, warnings, {obj.key for obj in kept}
+            )
             if not wave:
                 continue
         if on_phase:
@@ -178,10 +202,12 @@ async def _deletable_namespaces(
     ours: set[ObjectKey],
     component: str,
     warnings: list[str] | None,
+    kept: set[ObjectKey],
 ) -> list[KubeObject]:
     keep: list[KubeObject] = []
     for ns in namespaces:
-        foreign = await foreign_objects(cluster, ns.name, ours, component)
+        foreign = [f"{key} (kept)" for key in sorted(kept) if key.namespace == ns.name]
+        foreign = foreign or await foreign_objects(cluster, ns.name, ours, component)
         if foreign:
             if warnings is not None:
                 warnings.append(

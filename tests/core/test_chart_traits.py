@@ -1,0 +1,134 @@
+"""Real-world chart traits on the real apiserver (fixture charts of ours): `kind: List`
+documents, Helm's `helm.sh/resource-policy: keep` on delete and prune, and the manifest quirks
+of popular charts (status, empty data, scope mix-ups, hooks) that must apply and re-apply
+unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler.charts.sources import ChartCache
+from reconciler.core.charts import HelmChartProvider
+from reconciler.core.runner import ComponentReconciler, Outcome
+from reconciler.kube.cluster import Cluster
+from reconciler.model.kube_object import KubeObject
+from reconciler.model.task import Task, TaskType
+from tests.charts.support import FIXTURE_CHARTS
+from tests.conftest import KubeTarget
+
+
+@pytest.fixture
+async def cluster(kube_cluster: KubeTarget) -> AsyncIterator[Cluster]:
+    async with await Cluster.connect(kube_cluster.kubeconfig) as connected:
+        yield connected
+
+
+@pytest.fixture
+def reconciler(tmp_path: Path) -> ComponentReconciler:
+    return ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
+
+
+async def run(
+    reconciler: ComponentReconciler,
+    cluster: Cluster,
+    chart: str,
+    namespace: str,
+    *,
+    configuration: dict[str, Any] | None = None,
+    delete: bool = False,
+) -> Outcome:
+    task = Task(
+        component=chart,
+        namespace=namespace,
+        version="1.0.0",
+        chart=str(FIXTURE_CHARTS / chart),
+        configuration=configuration or {},
+        type=TaskType.DELETE if delete else TaskType.RECONCILE,
+        timeout=30,
+    )
+    return await reconciler.run(task, cluster)
+
+
+async def get(
+    cluster: Cluster, kind: str, name: str, namespace: str = "", api_version: str = "v1"
+) -> KubeObject | None:
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return await cluster.get(
+        KubeObject({"apiVersion": api_version, "kind": kind, "metadata": meta})
+    )
+
+
+async def test_the_items_of_list_documents_are_applied(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    first = await run(reconciler, cluster, "list-documents", namespace)
+    assert first.ok, first.error
+    for kind, name in [
+        ("ConfigMap", "list-documents-first"),
+        ("ConfigMap", "list-documents-second"),
+        ("ServiceAccount", "list-documents-robot"),
+    ]:
+        assert await get(cluster, kind, name, namespace) is not None, name
+    again = await run(reconciler, cluster, "list-documents", namespace)
+    assert again.ok, again.error
+    assert again.changed == []
+
+
+async def test_objects_with_resource_policy_keep_outlive_prune_and_delete(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    first = await run(reconciler, cluster, "resource-policy", namespace)
+    assert first.ok, first.error
+    assert await get(cluster, "Secret", "resource-policy-password", namespace) is not None
+
+    dropped = await run(
+        reconciler, cluster, "resource-policy", namespace, configuration={"keepSecret": False}
+    )
+    assert dropped.ok, dropped.error
+    assert dropped.pruned == []
+    assert await get(cluster, "Secret", "resource-policy-password", namespace) is not None
+    assert any(
+        "resource-policy-password kept: annotated helm.sh/resource-policy: keep" in warning
+        for warning in dropped.warnings
+    ), dropped.warnings
+
+    deleted = await run(
+        reconciler,
+        cluster,
+        "resource-policy",
+        namespace,
+        configuration={"keepSecret": False},
+        delete=True,
+    )
+    assert deleted.ok, deleted.error
+    assert [key.name for key in deleted.deleted] == ["resource-policy-deleted"]
+    assert await get(cluster, "ConfigMap", "resource-policy-deleted", namespace) is None
+    assert await get(cluster, "ConfigMap", "resource-policy-kept", namespace) is not None
+    assert any("resource-policy-kept kept" in warning for warning in deleted.warnings)
+
+
+async def test_manifest_quirks_of_popular_charts_apply_and_re_apply_unchanged(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    first = await run(reconciler, cluster, "manifest-quirks", namespace)
+    assert first.ok, first.error
+    role = await get(
+        cluster,
+        "ClusterRole",
+        f"manifest-quirks-{namespace}-reader",
+        api_version="rbac.authorization.k8s.io/v1",
+    )
+    assert role is not None
+    assert role.namespace == ""
+    empty = await get(cluster, "ConfigMap", "manifest-quirks-empty", namespace)
+    assert empty is not None
+    assert "data" not in empty.raw
+    for kind, name in [("Pod", "manifest-quirks-test"), ("ConfigMap", "manifest-quirks-twice")]:
+        assert await get(cluster, kind, name, namespace) is None, f"hook {name} was applied"
+    again = await run(reconciler, cluster, "manifest-quirks", namespace)
+    assert again.ok, again.error
+    assert again.changed == []
