@@ -195,3 +195,19 @@ async def test_hooks_of_every_form_are_left_out_and_manifest_quirks_kept(
     ]  # no `test`, `pre-install,post-install` or `crd-install` hook
     assert objects["ConfigMap/rel-empty"].raw["data"] is None  # dropped by `prepare`
     assert objects["Deployment/rel"].raw["status"] == {}  # dropped by `prepare`
+
+
+async def test_crds_in_crds_dir_are_installed_even_with_a_leftover_hook_annotation(
+    renderer: Renderer,
+) -> None:
+    objects = await render(renderer, "crd-hook-annotations")
+    assert list(objects) == ["CustomResourceDefinition/legacies.hooks.example.io", "Legacy/rel"]
+
+
+async def test_an_object_rendered_twice_comes_out_twice_in_template_order(
+    renderer: Renderer,
+) -> None:
+    """`prepare_all` applies the last one, as Helm does (tests/core/test_chart_traits.py)."""
+    path = FIXTURE_CHARTS / "duplicate-objects"
+    objects = await renderer.render(path, release="rel", namespace="ns", values={})
+    assert [obj.raw["data"]["from"] for obj in objects] == ["a", "b"]

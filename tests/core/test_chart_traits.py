@@ -132,3 +132,31 @@ async def test_manifest_quirks_of_popular_charts_apply_and_re_apply_unchanged(
     again = await run(reconciler, cluster, "manifest-quirks", namespace)
     assert again.ok, again.error
     assert again.changed == []
+
+
+async def test_crds_still_annotated_as_helm_2_hooks_are_installed_from_crds_dir(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    first = await run(reconciler, cluster, "crd-hook-annotations", namespace)
+    assert first.ok, first.error
+    legacy = await get(
+        cluster, "Legacy", "crd-hook-annotations", namespace, api_version="hooks.example.io/v1"
+    )
+    assert legacy is not None
+    assert legacy.raw["spec"] == {"mode": "classic"}
+
+
+async def test_an_object_rendered_twice_is_applied_once_as_its_last_rendering(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    for attempt in range(2):
+        outcome = await run(reconciler, cluster, "duplicate-objects", namespace)
+        assert outcome.ok, outcome.error
+        same = await get(cluster, "ConfigMap", "duplicate-objects-same", namespace)
+        assert same is not None
+        assert same.raw["data"] == {"from": "b"}
+        if attempt:  # the no-op fast path: nothing rendered, nothing written
+            assert outcome.changed == []
+        else:
+            warnings = outcome.warnings
+            assert any("is rendered 2 times: the last one is applied" in w for w in warnings)

@@ -1,11 +1,11 @@
 """From rendered template text to an ordered list of `KubeObject`s, the same for every renderer.
 
 Both renderers hand over (source path, text) pairs; this module splits them the way Helm splits
-manifests, drops what is not applied (NOTES.txt, partials, empty documents, Helm hooks), flattens
-`kind: List` / `<Kind>List` documents into their items (Helm's and kubectl's resource builders
-do), checks that each object is a Kubernetes object that server-side apply can address (a name,
-not only a `generateName`) and orders the result: CRDs first, then Helm's install kind order,
-then by template path and name. It parses; it does not transform objects.
+manifests, drops what is not applied (NOTES.txt, partials, empty documents, Helm hooks outside
+`crds/`), flattens `kind: List` / `<Kind>List` documents into their items (Helm's and kubectl's
+resource builders do), checks that each object is a Kubernetes object that server-side apply can
+address (a name, not only a `generateName`) and orders the result: CRDs first, then Helm's
+install kind order, then by template path and name. It parses; it does not transform objects.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ INSTALL_ORDER: tuple[str, ...] = (
 _RANK = {kind: rank for rank, kind in enumerate(INSTALL_ORDER)}
 _SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")  # Helm's releaseutil.SplitManifests
 _SOURCE = re.compile(r"\A# Source: (.+)\n?")
+_CRDS_DIR = re.compile(r"[^/]+/(?:charts/[^/]+/)*crds/")  # `chart/crds/`, `chart/charts/sub/crds/`
 
 Document = tuple[str, str]
 """(source path such as `mychart/templates/deployment.yaml`, text of one YAML document)."""
@@ -108,7 +109,11 @@ def to_objects(chart: Path, documents: Iterable[Document]) -> list[KubeObject]:
     entries: list[tuple[str, KubeObject]] = []
     for source, text in documents:
         raw = _load(chart, source, text)
-        if raw is None or _is_hook(raw):  # Helm sorts hooks out by the document's annotations
+        if raw is None:
+            continue
+        if _is_hook(raw) and not _CRDS_DIR.match(source):
+            # Helm sorts hooks out of templates by the document's annotations; it installs the
+            # files of crds/ as they are, even those still annotated for Helm 2's `crd-install`
             continue
         for item in _flatten(chart, source, raw):
             _check_object(chart, source, item)

@@ -49,11 +49,15 @@ async def prepare_all(
     """Resolve each object's scope and prepare it for applying (see `transform.prepare`).
 
     Kinds defined by CRDs of the same set are not served yet; their scope comes from the CRD.
-    A kind the cluster does not serve fails here, before anything is applied.
+    A kind the cluster does not serve fails here, before anything is applied. An object rendered
+    more than once (two templates, or two subcharts, with the same kind and name) is applied
+    once, as its last rendering: Helm applies them in order, so the last one is what stays, while
+    applying both at once left the object to whichever apply came last, differently each run.
     """
     scopes = _crd_scopes(objects)
     warnings: list[str] = []
-    result = []
+    result: dict[ObjectKey, KubeObject] = {}
+    times: dict[ObjectKey, int] = {}
     for obj in objects:
         namespaced = scopes.get((obj.group, obj.kind))
         if namespaced is None:
@@ -61,9 +65,16 @@ async def prepare_all(
         ready, notes = prepare(
             obj, namespace=namespace, namespaced=namespaced, version=version, component=component
         )
-        result.append(ready)
+        times[ready.key] = times.get(ready.key, 0) + 1
+        result.pop(ready.key, None)  # the last rendering takes the last one's place
+        result[ready.key] = ready
         warnings.extend(notes)
-    return result, warnings
+    warnings.extend(
+        f"{key} is rendered {count} times: the last one is applied, as Helm applies it"
+        for key, count in times.items()
+        if count > 1
+    )
+    return list(result.values()), warnings
 
 
 async def apply_objects(
