@@ -188,6 +188,7 @@ async def test_hooks_of_every_form_are_left_out_and_manifest_quirks_kept(
 ) -> None:
     objects = await render(renderer, "manifest-quirks")
     assert list(objects) == [
+        "ConfigMap/rel-blank-namespace",
         "ConfigMap/rel-empty",
         "ConfigMap/rel-numbers",
         "ClusterRole/rel-ns-reader",

@@ -124,6 +124,8 @@ async def test_manifest_quirks_of_popular_charts_apply_and_re_apply_unchanged(
     )
     assert role is not None
     assert role.namespace == ""
+    blank = await get(cluster, "ConfigMap", "manifest-quirks-blank-namespace", namespace)
+    assert blank is not None  # `namespace: ""` is the component's namespace
     empty = await get(cluster, "ConfigMap", "manifest-quirks-empty", namespace)
     assert empty is not None
     assert "data" not in empty.raw

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reconciler.kube.transform import COMPONENT, MANAGED_BY, ORIGIN_VERSION, prepare
 from reconciler.model.kube_object import KubeObject
 
@@ -47,6 +49,17 @@ def test_container_ports_get_a_protocol_and_cluster_scoped_kinds_lose_namespace(
     assert "namespace" not in prepared.metadata
     container = prepared.raw["spec"]["template"]["spec"]["containers"][0]
     assert container["ports"] == [{"containerPort": 9000, "protocol": "TCP"}]
+
+
+@pytest.mark.parametrize("given", [{}, {"namespace": ""}, {"namespace": "other"}], ids=str)
+def test_namespaced_kinds_without_a_namespace_go_to_the_components(given: dict[str, str]) -> None:
+    """An empty `namespace: ""` (a template's `{{ .Values.namespace | quote }}` left unset) is
+    no namespace: Helm's resource builder fills in the release namespace for both."""
+    rendered = KubeObject(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", **given}}
+    )
+    prepared, _ = prepare(rendered, namespace="ns", namespaced=True, version="v", component="x")
+    assert prepared.namespace == (given.get("namespace") or "ns")
 
 
 def test_aggregated_cluster_role_rules_are_left_to_the_controller() -> None:

@@ -153,7 +153,8 @@ def prepare(
     prepared = KubeObject(raw)
     meta = prepared.metadata
     if namespaced:
-        meta.setdefault("namespace", namespace)
+        if not meta.get("namespace"):  # absent or "": Helm's resource builder fills it in too
+            meta["namespace"] = namespace
     elif "namespace" in meta:
         del meta["namespace"]
     labels = meta.setdefault("labels", {})
