@@ -192,6 +192,7 @@ async def test_hooks_of_every_form_are_left_out_and_manifest_quirks_kept(
         "ConfigMap/rel-empty",
         "ConfigMap/rel-numbers",
         "ClusterRole/rel-ns-reader",
+        "Service/rel-nodeport",
         "Deployment/rel",
     ]  # no `test`, `pre-install,post-install` or `crd-install` hook
     assert objects["ConfigMap/rel-empty"].raw["data"] is None  # dropped by `prepare`

@@ -40,6 +40,7 @@ async def run(
     *,
     configuration: dict[str, Any] | None = None,
     delete: bool = False,
+    force: bool = False,
 ) -> Outcome:
     task = Task(
         component=chart,
@@ -49,6 +50,7 @@ async def run(
         configuration=configuration or {},
         type=TaskType.DELETE if delete else TaskType.RECONCILE,
         timeout=30,
+        force=force,
     )
     return await reconciler.run(task, cluster)
 
@@ -131,9 +133,19 @@ async def test_manifest_quirks_of_popular_charts_apply_and_re_apply_unchanged(
     assert "data" not in empty.raw
     for kind, name in [("Pod", "manifest-quirks-test"), ("ConfigMap", "manifest-quirks-twice")]:
         assert await get(cluster, kind, name, namespace) is None, f"hook {name} was applied"
-    again = await run(reconciler, cluster, "manifest-quirks", namespace)
-    assert again.ok, again.error
-    assert again.changed == []
+    service = await get(cluster, "Service", "manifest-quirks-nodeport", namespace)
+    assert service is not None
+    allocated = service.raw["spec"]["clusterIP"], service.raw["spec"]["ports"][0]["nodePort"]
+    for _ in range(2):  # forced: every object is applied again, not skipped as unchanged
+        again = await run(reconciler, cluster, "manifest-quirks", namespace, force=True)
+        assert again.ok, again.error
+        assert again.applied > 0
+        assert again.changed == []
+    service = await get(cluster, "Service", "manifest-quirks-nodeport", namespace)
+    assert service is not None
+    assert (service.raw["spec"]["clusterIP"], service.raw["spec"]["ports"][0]["nodePort"]) == (
+        allocated
+    )
 
 
 async def test_crds_still_annotated_as_helm_2_hooks_are_installed_from_crds_dir(
