@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reconciler.kube.cluster import Cluster
-from reconciler.model.cluster import ClusterState
+from reconciler.model.cluster import ClusterState, Head
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.operation import Operation
 from reconciler.model.status import ClusterStatus, OperationState
@@ -204,8 +204,10 @@ async def test_every_operation_runs_exactly_once_in_priority_order(
 
 
 async def test_scheduler_keeps_at_most_the_configured_number_of_runs_active(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """...and reads no more due clusters than it has room for: at 500 active runs and 1,000
+    pending clusters each sweep read them all and threw them away."""
     from tests.api.support import Gate
 
     gate = Gate("istio")
@@ -218,6 +220,16 @@ async def test_scheduler_keeps_at_most_the_configured_number_of_runs_active(
         await gate.entered.wait()
         await engine.scheduler.sweep()
         assert await engine.repo.active_count() == 2
+        limits: list[int] = []
+        heads = engine.inventory.heads
+
+        async def counted(*args: Any, limit: int = 1000, **kwargs: Any) -> list[Head]:
+            limits.append(limit)
+            return await heads(*args, limit=limit, **kwargs)
+
+        monkeypatch.setattr(engine.inventory, "heads", counted)
+        await engine.scheduler.sweep()
+        assert limits == []  # no room: nothing read
         gate.release.set()
         for i in range(5):
             await wait_for(engine, f"rt-bp-{i}", {S.READY}, timeout=30)

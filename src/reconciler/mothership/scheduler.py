@@ -57,18 +57,23 @@ class Scheduler:
 
     async def sweep(self) -> int:
         """Schedule everything due now; return how many reconciliations were created."""
-        now = self.inventory.clock()
-        due: list[Head] = []
-        due += await self.inventory.heads([S.RECONCILE_PENDING, S.DELETE_PENDING])
-        due += await self.inventory.heads(
-            [S.READY], changed_before=now - dt.timedelta(seconds=self.settings.reconcile_interval)
-        )
-        due += await self.inventory.heads(
-            [S.RECONCILE_ERROR_RETRYABLE, S.DELETE_ERROR_RETRYABLE],
-            changed_before=now - dt.timedelta(seconds=self.settings.retry_interval),
-        )
         active = await self.repo.active_count()
         room = max(self.settings.max_active_reconciliations - active, 0)
+        if room == 0:
+            return 0  # at the limit: reading the due clusters would only be thrown away
+        now = self.inventory.clock()
+        due: list[Head] = []
+        for statuses, interval in (
+            ((S.RECONCILE_PENDING, S.DELETE_PENDING), None),
+            ((S.READY,), self.settings.reconcile_interval),
+            ((S.RECONCILE_ERROR_RETRYABLE, S.DELETE_ERROR_RETRYABLE), self.settings.retry_interval),
+        ):
+            if len(due) >= room:
+                break
+            before = None if interval is None else now - dt.timedelta(seconds=interval)
+            due += await self.inventory.heads(
+                statuses, changed_before=before, limit=room - len(due)
+            )
         created = 0
 
         async def schedule(head: Head) -> None:
@@ -78,7 +83,7 @@ class Scheduler:
                 await self.notifier.notify(Channel.OPERATIONS)  # workers start on it at once
 
         await each(
-            "scheduling a cluster", due[:room], schedule, lambda h: {"runtime_id": h.runtime_id}
+            "scheduling a cluster", due, schedule, lambda h: {"runtime_id": h.runtime_id}
         )
         return created
 
