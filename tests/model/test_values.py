@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from reconciler.model.values import ValuesError, layer, merge, nest, parse_assignment
@@ -36,5 +38,8 @@ def test_command_line_assignments_are_typed_like_yaml() -> None:
     assert parse_assignment("replicas=2") == ("replicas", 2)
     assert parse_assignment("global.domain=kyma.local") == ("global.domain", "kyma.local")
     assert parse_assignment("flag=true") == ("flag", True)
+    assert parse_assignment("since=2024-01-01") == ("since", "2024-01-01")  # as Helm reads it
+    assert parse_assignment("days=[2024-01-01, 3]") == ("days", ["2024-01-01", 3])
+    json.dumps(parse_assignment("at=2024-01-01T10:00:00Z"))  # a JSON value, fit for the render
     with pytest.raises(ValuesError, match="KEY=VALUE"):
         parse_assignment("novalue")

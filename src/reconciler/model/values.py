@@ -86,13 +86,23 @@ def layer(layers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return result
 
 
+class _ValueLoader(yaml.SafeLoader):
+    """YAML without timestamps: `2024-01-01` stays a string, as Helm and kubectl read it
+    (PyYAML's date is no JSON value, and the render of such an override crashed)."""
+
+    yaml_implicit_resolvers = {  # noqa: RUF012 (PyYAML's own class-level table)
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+
 def parse_assignment(text: str) -> tuple[str, Any]:
     """Parse `a.b=value` as given on the command line; the value is read as YAML scalar/list."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ValuesError(f"invalid value {text!r}: expected KEY=VALUE, e.g. global.domain=local")
     try:
-        value = yaml.safe_load(raw) if raw else ""
+        value = yaml.load(raw, Loader=_ValueLoader) if raw else ""
     except yaml.YAMLError:
         value = raw
     return key.strip(), value
