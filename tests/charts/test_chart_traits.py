@@ -213,3 +213,16 @@ async def test_an_object_rendered_twice_comes_out_twice_in_template_order(
     path = FIXTURE_CHARTS / "duplicate-objects"
     objects = await renderer.render(path, release="rel", namespace="ns", values={})
     assert [obj.raw["data"]["from"] for obj in objects] == ["a", "b"]
+
+
+@pytest.mark.parametrize("overrides", [{}, {"redis.enabled": False}], ids=["enabled", "disabled"])
+async def test_a_dependency_missing_from_charts_dir_fails_as_in_helm(
+    renderer: Renderer, overrides: dict[str, Any]
+) -> None:
+    """Even a disabled one: Helm checks what Chart.yaml declares before it reads conditions."""
+    with pytest.raises(ChartError) as failure:
+        await render(renderer, "broken/missing-dependency", overrides)
+    message = str(failure.value)
+    assert "broken/missing-dependency" in message
+    assert "helm dependency build" in message
+    assert message.endswith("found in Chart.yaml, but missing in charts/ directory: redis")

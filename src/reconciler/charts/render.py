@@ -101,6 +101,8 @@ class SdkRenderer:
             raise ChartError(f"chart {chart_dir}: release name {release!r}: {exc}") from exc
         chart, cached = self._chart(chart_dir)
         try:
+            if not cached:  # only charts with subcharts or declared dependencies are not cached
+                _check_dependencies(chart_dir, chart)
             if capabilities is not None:
                 _check_kube_version(chart_dir, chart.metadata, capabilities.kube_version)
             try:
@@ -164,6 +166,24 @@ def _native_render(
     )
     files: dict[str, str] = json.loads(rendered)
     return files
+
+
+def _check_dependencies(chart_dir: Path, chart: Chart) -> None:
+    """Helm's `action.CheckDependencies`, which `helm upgrade --install` and `helm template`
+    run before rendering: every dependency Chart.yaml (or requirements.yaml) declares must be in
+    charts/, enabled or not. helm_python renders without the missing ones, which installed a
+    chart without its subcharts (a forgotten `helm dependency build`)."""
+    declared = chart.metadata.get("dependencies") or []
+    loaded = {dependency.get("name") for dependency in chart.dependencies}
+    missing = [
+        d.get("name") for d in declared if isinstance(d, dict) and d.get("name") not in loaded
+    ]
+    if missing:
+        raise ChartError(
+            f"chart {chart_dir}: an error occurred while checking for chart dependencies. You may "
+            "need to run `helm dependency build` to fetch missing dependencies: found in "
+            f"Chart.yaml, but missing in charts/ directory: {', '.join(map(str, missing))}"
+        )
 
 
 def _check_kube_version(chart_dir: Path, metadata: dict[str, Any], kube_version: str) -> None:
