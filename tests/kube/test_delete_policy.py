@@ -95,3 +95,19 @@ async def test_a_kept_crd_keeps_its_custom_resources(cluster: Cluster, namespace
     assert deleted == []
     assert await cluster.get(thing) is not None
     await cluster.delete(crd)
+
+
+async def test_a_bare_reference_is_kept_when_the_live_object_says_keep(
+    cluster: Cluster, namespace: str
+) -> None:
+    """An inventory entry the delete's render no longer produces (other values since the last
+    apply): the live object's annotations decide, as Helm's last release manifest would."""
+    await cluster.apply(obj("v1", "ConfigMap", "kept", namespace, annotations=KEEP))
+    await cluster.apply(obj("v1", "ConfigMap", "gone", namespace))
+    references = [obj("v1", "ConfigMap", name, namespace) for name in ("kept", "gone")]
+    references.append(obj("example.com/v1", "Unserved", "nothing", namespace))
+
+    deleted = await delete_objects(cluster, references, component="c", timeout=30)
+
+    assert [o.name for o in deleted] == ["gone"]
+    assert await cluster.get(references[0]) is not None

@@ -166,8 +166,10 @@ async def delete_objects(
 ) -> list[KubeObject]:
     """Delete `objects` wave by wave; return those actually deleted.
 
-    The keep policy is read from the objects as given: pass rendered or live objects, not bare
-    references (an inventory entry carries no annotations)."""
+    The keep policy is read from the objects as given (rendered or live); a bare reference (an
+    inventory entry: kind and name only) is read from the cluster first, since what the chart
+    rendered then, and Helm would read from its release, is not at hand."""
+    objects = await _with_annotations(cluster, objects)
     kept = [obj for obj in objects if keeps(obj)]
     if kept:
         if on_phase:
@@ -194,6 +196,34 @@ async def delete_objects(
         deleted.extend(gone)
         await _gone(cluster, gone, timeout)
     return deleted
+
+
+def _is_reference(obj: KubeObject) -> bool:
+    return set(obj.raw) <= {"apiVersion", "kind", "metadata"} and set(obj.metadata) <= {
+        "name",
+        "namespace",
+    }
+
+
+async def _with_annotations(cluster: Cluster, objects: list[KubeObject]) -> list[KubeObject]:
+    """`objects` with each bare reference replaced by its live object (or kept as it is when it
+    is gone or its kind is not served: there is nothing to keep)."""
+    references = [index for index, obj in enumerate(objects) if _is_reference(obj)]
+    if not references:
+        return objects
+
+    async def live(obj: KubeObject) -> KubeObject | None:
+        try:
+            return await cluster.get(obj)
+        except ApplyError:
+            return None
+
+    found = await asyncio.gather(*(live(objects[index]) for index in references))
+    result = list(objects)
+    for index, obj in zip(references, found, strict=True):
+        if obj is not None:
+            result[index] = obj
+    return result
 
 
 async def _deletable_namespaces(
