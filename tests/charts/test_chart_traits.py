@@ -226,3 +226,16 @@ async def test_a_dependency_missing_from_charts_dir_fails_as_in_helm(
     assert "broken/missing-dependency" in message
     assert "helm dependency build" in message
     assert message.endswith("found in Chart.yaml, but missing in charts/ directory: redis")
+
+
+async def test_a_managed_clusters_vendor_version_meets_the_charts_kube_version(
+    renderer: Renderer,
+) -> None:
+    """`>=1.25.0-0` and `>=1.25.0` alike: GKE, EKS and k3s report versions with suffixes."""
+    gke = Capabilities("v1.30.0-gke.100")
+    assert await render(renderer, "broken/needs-new-kube", capabilities=gke)
+    assert await render(renderer, "broken/kube-version-plain", capabilities=gke)
+    with pytest.raises(ChartError, match=r"incompatible with Kubernetes v1\.24\.9-eks-abc"):
+        await render(
+            renderer, "broken/kube-version-plain", capabilities=Capabilities("v1.24.9-eks-abc")
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.charts.kubeversion import parse_version, satisfies
+from reconciler.charts.kubeversion import cluster_satisfies, parse_version, satisfies
 
 
 @pytest.mark.parametrize(
@@ -39,6 +39,27 @@ from reconciler.charts.kubeversion import parse_version, satisfies
 )
 def test_kube_version_ranges(version: str, constraint: str, expected: bool) -> None:
     assert satisfies(version, constraint) is expected
+
+
+@pytest.mark.parametrize(
+    ("version", "constraint", "expected"),
+    [  # each checked with `helm template --kube-version` (Helm 4.1.4)
+        ("v1.30.0-gke.100", ">=1.25.0", True),
+        ("v1.29.9-eks-abc", ">=1.25.0", True),
+        ("v1.30.2+k3s1", ">=1.25.0", True),
+        ("v1.30.0-rc.1", ">=1.30.0", True),
+        ("v1.30.0-gke.100", "<1.30.0", False),
+        ("v1.29.9-eks-abc", ">=1.30.0", False),
+        ("v1.30.0-gke.100", "~1.30.0", True),
+        ("v1.29.9-eks-abc", "1.30.x", False),
+        ("v1.20.0-gke.1", ">=1.25.0", False),
+        ("not a version", ">=1.0.0", False),
+    ],
+)
+def test_a_cluster_meets_a_range_by_its_version_without_vendor_suffix(
+    version: str, constraint: str, expected: bool
+) -> None:
+    assert cluster_satisfies(version, constraint) is expected
 
 
 def test_versions_order_by_semver_precedence() -> None:

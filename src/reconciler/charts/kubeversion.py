@@ -4,6 +4,8 @@
 cluster; helm_python's native render does not check it at all. This module closes that gap with
 the semantics of Masterminds/semver v3 (the library Helm uses): `||` groups, `,`/space AND, hyphen
 ranges, `x`/`*` wildcards, `~`/`^`, and "a prerelease only matches a range that names one".
+Helm 4 checks a cluster as `vMAJOR.MINOR.PATCH`: vendor suffixes (`v1.30.0-gke.100`,
+`v1.29.9-eks-abc`, `v1.30.2+k3s1`) do not count (`cluster_satisfies`).
 """
 
 from __future__ import annotations
@@ -209,3 +211,15 @@ def satisfies(version: str, constraint: str) -> bool:
         if all(term.allows(parsed, include_pre) for term in terms):
             return True
     return False
+
+
+def cluster_satisfies(kube_version: str, constraint: str) -> bool:
+    """Whether a cluster of `kube_version` meets a chart's `kubeVersion`, as Helm 4 decides it:
+    on the version without its pre-release or build suffix (`helm template --kube-version
+    v1.30.0-gke.100` accepts `>=1.25.0`; Masterminds alone would refuse it as a prerelease, and
+    with it every managed cluster, GKE and EKS among them)."""
+    try:
+        parsed = parse_version(kube_version)
+    except ValueError:
+        return False
+    return satisfies(f"v{parsed.major}.{parsed.minor}.{parsed.patch}", constraint)

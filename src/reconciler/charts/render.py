@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
-from reconciler.charts.kubeversion import satisfies
+from reconciler.charts.kubeversion import cluster_satisfies
 from reconciler.charts.manifests import (
     Document,
     is_rendered_manifest,
@@ -188,7 +188,7 @@ def _check_dependencies(chart_dir: Path, chart: Chart) -> None:
 
 def _check_kube_version(chart_dir: Path, metadata: dict[str, Any], kube_version: str) -> None:
     constraint = metadata.get("kubeVersion")
-    if constraint and not satisfies(kube_version, str(constraint)):
+    if constraint and not cluster_satisfies(kube_version, str(constraint)):
         raise ChartError(
             f"chart {chart_dir} requires kubeVersion {constraint}, "
             f"which is incompatible with Kubernetes {kube_version}"
