@@ -82,9 +82,7 @@ class Scheduler:
                 created += 1
                 await self.notifier.notify(Channel.OPERATIONS)  # workers start on it at once
 
-        await each(
-            "scheduling a cluster", due, schedule, lambda h: {"runtime_id": h.runtime_id}
-        )
+        await each("scheduling a cluster", due, schedule, lambda h: {"runtime_id": h.runtime_id})
         return created
 
     async def schedule(self, head: Head) -> bool:
