@@ -38,32 +38,63 @@ async def execute(
     concurrency: int = 8,
     on_skip: Callable[[str, str], None] | None = None,
     keep_going: bool = False,
+    priority: Callable[[str], float] | None = None,
 ) -> dict[str, StepResult]:
     """Run every step once its `after` steps are finished (done, or also failed with
-    `keep_going`); return each step's result."""
-    results = {name: StepResult(StepState.PENDING) for name in plan.names()}
-    finished = {name: asyncio.Event() for name in plan.names()}
-    limit = asyncio.Semaphore(concurrency)
+    `keep_going`); return each step's result.
 
-    async def step(name: str) -> None:
-        try:
-            after = plan.step(name).after
-            await asyncio.gather(*(finished[d].wait() for d in after if d in finished))
-            passed = (StepState.DONE, StepState.FAILED) if keep_going else (StepState.DONE,)
-            blocked = [d for d in sorted(after) if d in results and results[d].state not in passed]
+    At most `concurrency` steps run at once. When more are ready than slots are free, the
+    highest `priority` (asked at that moment) starts first, ties in plan order: the caller
+    ranks the longest steps first (the largest component), so that the last one to finish
+    does not also start last for want of a slot.
+    """
+    names = plan.names()
+    order = {name: index for index, name in enumerate(names)}
+    results = {name: StepResult(StepState.PENDING) for name in names}
+    waits = {name: [d for d in plan.step(name).after if d in results] for name in names}
+    passed = (StepState.DONE, StepState.FAILED) if keep_going else (StepState.DONE,)
+    ended = (*passed, StepState.FAILED, StepState.SKIPPED)
+    pending = list(names)
+    running: dict[asyncio.Future[bool], str] = {}
+
+    def rank(name: str) -> tuple[float, int]:
+        return (-(priority(name) if priority else 0.0), order[name])
+
+    def ready() -> list[str]:
+        """Steps whose `after` steps all ended; skips (in plan order, so a skip cascades) those
+        that may not run."""
+        found = []
+        for name in list(pending):
+            if not all(results[d].state in ended for d in waits[name]):
+                continue
+            blocked = sorted(d for d in waits[name] if results[d].state not in passed)
             if blocked:
-                first = blocked[0]
-                detail = f"not run: {first} {results[first].state.value}"
+                pending.remove(name)
+                detail = f"not run: {blocked[0]} {results[blocked[0]].state.value}"
                 results[name] = StepResult(StepState.SKIPPED, detail)
                 if on_skip:
-                    on_skip(name, results[name].detail)
-                return
-            async with limit:
-                results[name] = StepResult(StepState.RUNNING)
-                ok = await run_step(name)
-            results[name] = StepResult(StepState.DONE if ok else StepState.FAILED)
-        finally:
-            finished[name].set()
+                    on_skip(name, detail)
+            else:
+                found.append(name)
+        return found
 
-    await asyncio.gather(*(step(name) for name in plan.names()))
+    try:
+        while pending or running:
+            for name in sorted(ready(), key=rank)[: max(concurrency - len(running), 0)]:
+                pending.remove(name)
+                results[name] = StepResult(StepState.RUNNING)
+                running[asyncio.ensure_future(run_step(name))] = name
+            if not running:  # nothing can start: what is left waits for itself (a cycle)
+                for name in pending:
+                    results[name] = StepResult(StepState.SKIPPED, "not run: dependency cycle")
+                break
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for future in done:
+                name = running.pop(future)
+                results[name] = StepResult(StepState.DONE if future.result() else StepState.FAILED)
+    finally:
+        for future in running:
+            future.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
     return results
