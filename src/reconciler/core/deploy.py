@@ -3,11 +3,16 @@
 Turns a workspace + component set + options into one task per plan step and runs the plan with
 the component reconciler. Override keys whose first segment names a component apply to that
 component (`serverless.replicas=2`); every other key (`global.domainName=...`) applies to all.
+
+While the `CRDs` step and the prerequisites run one after another (mostly waiting for the
+apiserver), the later steps are rendered ahead, a few at a time (`RenderAhead`): each turn then
+finds its render done, and the executor starts the largest ready component first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +97,60 @@ def plan_for(components: ComponentSet, task_type: TaskType, options: DeployOptio
     return plan.reversed() if task_type is TaskType.DELETE else plan
 
 
+class RenderAhead:
+    """Renders a run's later steps in the background, `width` at a time, in plan order.
+
+    Why: the prerequisites' chain leaves the CPU mostly idle; a component rendered meanwhile
+    starts applying as soon as its turn comes, instead of rendering then alongside every other
+    component that became ready at the same moment. The renders go through the reconciler's
+    render cache (`ComponentReconciler.render_ahead`), which decides what may be rendered
+    ahead and keys each render by its inputs' digest. Failures are left to the step's own
+    turn, which renders again and reports them. `sizes`: objects rendered per step, for
+    ranking steps that wait for a slot.
+    """
+
+    def __init__(
+        self,
+        reconciler: ComponentReconciler,
+        cluster: Cluster,
+        tasks: Mapping[str, Task],
+        live: LiveIndex,
+        *,
+        width: int = 2,
+    ) -> None:
+        self.reconciler = reconciler
+        self.cluster = cluster
+        self.tasks = tasks
+        self.live = live
+        self.sizes: dict[str, int] = {}
+        self._limit = asyncio.Semaphore(max(width, 1))
+        self._started: list[asyncio.Task[None]] = []
+
+    def start(self, names: Iterable[str]) -> None:
+        self._started += [asyncio.create_task(self._one(name)) for name in names]
+
+    async def _one(self, name: str) -> None:
+        async with self._limit:
+            try:
+                size = await self.reconciler.render_ahead(self.tasks[name], self.cluster, self.live)
+            except Exception:  # the step's own render reports the cause
+                return
+            if size is not None:
+                self.sizes[name] = size
+
+    async def aclose(self) -> None:
+        for task in self._started:
+            task.cancel()
+        await asyncio.gather(*self._started, return_exceptions=True)
+
+
+def ahead_of(plan: Plan, first: str | None) -> list[str]:
+    """The steps worth rendering ahead once `first` (the `CRDs` step, None without one) is
+    done: in plan order, all but `first` and those that start right after it anyway."""
+    roots = {first} if first else set()
+    return [n for n in plan.names() if n != first and not plan.step(n).after <= roots]
+
+
 async def run_component_set(
     cluster: Cluster,
     reconciler: ComponentReconciler,
@@ -100,14 +159,33 @@ async def run_component_set(
     *,
     report: Report | None = None,
     concurrency: int = 8,
+    render_ahead: int = 2,
 ) -> tuple[dict[str, StepResult], dict[str, Outcome]]:
+    """Run `plan`'s steps on `cluster`. `render_ahead`: renders at a time ahead of their
+    steps' turns (0: none), started once the `CRDs` step is done (the capabilities final)."""
     outcomes: dict[str, Outcome] = {}
     live = LiveIndex()  # one metadata LIST per kind for the whole set, see `kube.live`
+    ahead = RenderAhead(reconciler, cluster, tasks, live, width=render_ahead)
+    first = CRDS_COMPONENT if CRDS_COMPONENT in tasks else None
+    deleting = any(task.type is TaskType.DELETE for task in tasks.values())
+    rendering = render_ahead > 0 and not deleting
+    if rendering and first is None:
+        ahead.start(ahead_of(plan, None))
 
     async def run_step(name: str) -> bool:
         outcomes[name] = await reconciler.run(tasks[name], cluster, report, live=live)
+        if rendering and name == first and outcomes[name].ok:
+            ahead.start(ahead_of(plan, first))
         return outcomes[name].ok
 
-    deleting = any(task.type is TaskType.DELETE for task in tasks.values())
-    results = await execute(plan, run_step, concurrency=concurrency, keep_going=deleting)
+    try:
+        results = await execute(
+            plan,
+            run_step,
+            concurrency=concurrency,
+            keep_going=deleting,
+            priority=lambda name: ahead.sizes.get(name, 0),
+        )
+    finally:
+        await ahead.aclose()
     return results, outcomes

@@ -5,6 +5,8 @@ first) → prune what the previous version applied and this one does not → wai
 record the result; component actions run before, instead of, and after the generic steps.
 When the inputs' digest equals the record's, the fast path (`steady.SteadyState`) replaces all
 of that: compare live metadata with the record, re-apply only what drifted.
+render_ahead: render a component that will render anyway before its turn (while the steps it
+waits for run), into the render cache its turn then reads; one render per digest at a time.
 delete: the same objects (rendered plus recorded) in reverse order, namespaces only when empty
 of anything the component does not own, then the record itself.
 Every failure ends in one `error` event whose message names the component and the cause.
@@ -59,6 +61,9 @@ class ComponentReconciler:
         self.full_after = full_after
         """Seconds after which a component with unchanged inputs is applied in full again."""
         self._rendered = RenderCache(render_cache)
+        self._rendering: dict[str, asyncio.Future[list[KubeObject]]] = {}
+        """Renders in progress by input digest: a turn that finds its render-ahead still running
+        waits for it instead of rendering the same inputs a second time."""
 
     @staticmethod
     async def capabilities(cluster: Cluster) -> Capabilities:
@@ -122,12 +127,9 @@ class ComponentReconciler:
     ) -> None:
         task, cluster = ctx.task, ctx.kube
         await self._hook("pre_reconcile", ctx, phase)
-        fingerprint = f"{await cluster.version()}/{await cluster.mapper.fingerprint()}"
-        digest = await self.charts.digest(task, fingerprint)
+        fingerprint, digest = await self._inputs(task, cluster)
         previous = await inventory.read(cluster, task.component, task.namespace, index)
-        regenerate = bool(task.regenerate) and (
-            previous is None or previous.regenerated != task.regenerate
-        )
+        regenerate = _regenerates(task, previous)
         if (
             previous is not None
             and not regenerate
@@ -144,12 +146,93 @@ class ComponentReconciler:
                 await self._hook("post_reconcile", ctx, phase)
                 return
         phase("render chart")
-        ctx.objects = await self.charts.render(task, await self.capabilities(cluster))
-        if not await self._hook("reconcile", ctx, phase):
+        if self._may_reuse_render(task, digest, regenerate):
+            ctx.objects = list(await self._render_once(task, cluster, digest, fingerprint))
+        else:
+            ctx.objects = await self.charts.render(task, await self.capabilities(cluster))
             if digest and not self._has_actions(task.component):
                 self._rendered.put(digest, ctx.objects)
+        if not await self._hook("reconcile", ctx, phase):
             await self._apply(ctx, outcome, phase, previous, digest, index, regenerate)
         await self._hook("post_reconcile", ctx, phase)
+
+    async def render_ahead(
+        self, task: Task, cluster: Cluster, live: LiveIndex | None = None
+    ) -> int | None:
+        """Render `task`'s chart into the render cache before its turn comes; the number of
+        objects rendered, or None when its turn will not render (or must render itself).
+
+        Why: a plan's prerequisites run one after another, mostly waiting for the apiserver,
+        and every later component used to start its render only when its turn came. Rendered
+        here meanwhile, its turn finds the render in the cache (or still running, and waits for
+        it). Only a turn that renders anyway and may use the cache is rendered ahead: no record
+        or new inputs, not forced, not regenerating, no component actions. A no-op turn (the
+        fast path) renders nothing, and neither does this. The cache is keyed by the inputs'
+        digest (the cluster's capabilities included), so a render made before the capabilities
+        changed is simply not found."""
+        if task.type is not TaskType.RECONCILE:
+            return None
+        fingerprint, digest = await self._inputs(task, cluster)
+        previous = await inventory.read(
+            cluster, task.component, task.namespace, live or LiveIndex(shared=False)
+        )
+        regenerate = _regenerates(task, previous)
+        if not self._may_reuse_render(task, digest, regenerate):
+            return None
+        if previous is not None and self._may_skip_render(task, previous, digest):
+            return None  # the fast path's turn: it renders nothing unless something drifted
+        return len(await self._render_once(task, cluster, digest, fingerprint))
+
+    def _may_reuse_render(self, task: Task, digest: str, regenerate: bool) -> bool:
+        """A full run may take its render from the cache: inputs known, no component actions
+        (they may change the objects they are given), and neither forced nor regenerating
+        (both promise a render made now, not one kept from an earlier run of a long-lived
+        reconciler)."""
+        return bool(digest) and not (task.force or regenerate or self._has_actions(task.component))
+
+    @staticmethod
+    async def _fingerprint(cluster: Cluster) -> str:
+        """Changes whenever the cluster's capabilities may (cached by the connection)."""
+        return f"{await cluster.version()}/{await cluster.mapper.fingerprint()}"
+
+    async def _inputs(self, task: Task, cluster: Cluster) -> tuple[str, str]:
+        """The capabilities' fingerprint, and the digest of everything `task`'s render depends
+        on (that fingerprint included)."""
+        fingerprint = await self._fingerprint(cluster)
+        return fingerprint, await self.charts.digest(task, fingerprint)
+
+    async def _render_once(
+        self, task: Task, cluster: Cluster, digest: str, fingerprint: str
+    ) -> list[KubeObject]:
+        """The render for `digest` (taken with the capabilities' `fingerprint`): from the cache,
+        from a render of it still running, or rendered now (and cached: callers copy the list,
+        never change its objects)."""
+        cached = self._rendered.get(digest)
+        if cached is not None:
+            return cached
+        flight = self._rendering.get(digest)
+        if flight is None or flight.cancelled():
+            flight = asyncio.ensure_future(
+                self._render_into_cache(task, cluster, digest, fingerprint)
+            )
+            self._rendering[digest] = flight
+
+            def done(finished: asyncio.Future[list[KubeObject]]) -> None:
+                if self._rendering.get(digest) is finished:
+                    del self._rendering[digest]
+                if not finished.cancelled():
+                    finished.exception()  # retrieved: a render ahead's failure is not logged
+
+            flight.add_done_callback(done)
+        return await asyncio.shield(flight)
+
+    async def _render_into_cache(
+        self, task: Task, cluster: Cluster, digest: str, fingerprint: str
+    ) -> list[KubeObject]:
+        objects = await self.charts.render(task, await self.capabilities(cluster))
+        if await self._fingerprint(cluster) == fingerprint:  # capabilities did not move since
+            self._rendered.put(digest, objects)
+        return objects
 
     def _has_actions(self, component: str) -> bool:
         return any(self.actions.hook(component, name) for name in HOOKS)
@@ -380,6 +463,11 @@ class ComponentReconciler:
             outcome.deleted = [obj.key for obj in deleted]
             await inventory.remove(cluster, task.component, task.namespace)
         await self._hook("post_delete", ctx, phase)
+
+
+def _regenerates(task: Task, previous: inventory.Inventory | None) -> bool:
+    """The run applies generated values as rendered now: a new `--regenerate` token."""
+    return bool(task.regenerate) and (previous is None or previous.regenerated != task.regenerate)
 
 
 def _summary(outcome: Outcome) -> str:
