@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+import yaml
 
 from reconciler.charts.render import Capabilities
 from reconciler.charts.sources import ChartCache
@@ -18,11 +19,13 @@ from reconciler.core.runner import ComponentReconciler
 from reconciler.kube import inventory
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.live import LiveIndex
+from reconciler.model.component import CRDS_COMPONENT
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
 from tests.helpers.counting import RecordingKubeClient, recording_cluster
+from tests.helpers.crds import gadget_crd
 
 
 class CountingProvider(HelmChartProvider):
@@ -246,3 +249,31 @@ async def test_each_run_hands_back_the_record_it_left(
         content_type="application/merge-patch+json",
     )
     await matches_the_cluster(await reconciler.run(web(chart, namespace), cluster))
+
+
+async def test_the_crds_step_rerun_right_after_installing_its_crds_takes_the_fast_path(
+    bench: Bench, namespace: str, tmp_path: Path
+) -> None:
+    """The CRDs step renders files, not templates: the capabilities its own CRDs changed are
+    no input of its render, so the next run has nothing to render or apply."""
+    crds = tmp_path / "workspace" / "installation" / "resources" / "crds"
+    crds.mkdir(parents=True)
+    group = f"{namespace}.example.io"
+    (crds / "gadgets.yaml").write_text(yaml.safe_dump(gadget_crd(group)))
+    task = Task(
+        component=CRDS_COMPONENT,
+        namespace=namespace,
+        version="1",
+        chart=str(tmp_path / "workspace"),
+        wait=False,
+    )
+    try:
+        first = await bench.reconciler.run(task, bench.cluster)
+        assert first.ok, first.error
+        assert first.applied == 1
+        again = await ComponentReconciler(bench.provider).run(task, bench.cluster)  # next run
+        assert again.ok, again.error
+        assert (again.checked, again.applied) == (1, 0)
+        assert bench.provider.renders == 1
+    finally:
+        await bench.cluster.delete(KubeObject(gadget_crd(group)))

@@ -72,10 +72,16 @@ class HelmChartProvider:
 
     async def digest(self, task: Task, cluster: str) -> str:
         """Chart files (by path, size and mtime), values, task fields that reach the render or
-        the transform, the cluster's capabilities (fingerprint) and this program's version."""
+        the transform, the cluster's capabilities (fingerprint) and this program's version.
+
+        Not the capabilities for the `CRDs` pseudo-component: its files are not templates, so
+        nothing it renders depends on them. With them, its record held the digest of the
+        cluster before its own CRDs existed, and the first re-run after every install (or
+        CRD change) missed the fast path and applied every CRD again."""
         if task.component == CRDS_COMPONENT:
             roots = [Workspace(Path(task.chart)).crds_dir] if task.chart else []
             sources = list(task.crd_sources)
+            cluster = ""
         else:
             roots, sources = [], [task.chart]
         roots += await asyncio.gather(*(self.cache.fetch(source) for source in sources))
