@@ -71,12 +71,15 @@ class InProcessInvoker:
         # (`is None`: an empty cache has no length, so `or` would drop the one passed in)
         self.clients = ClientCache(allow_host_access=True) if clients is None else clients
 
-    def _live_index(self, scheduling_id: str) -> LiveIndex:
+    def _live_index(self, op: Operation, state: ClusterState) -> LiveIndex:
         """One live index per reconciliation: its components' no-op checks share one metadata
-        LIST per kind (see `kube.live`); the oldest reconciliations' indexes are dropped."""
-        index = self._live.get(scheduling_id)
+        LIST per kind (per namespace, for a set in few namespaces; see `kube.live`); the oldest
+        reconciliations' indexes are dropped."""
+        index = self._live.get(op.scheduling_id)
         if index is None:
-            index = self._live[scheduling_id] = LiveIndex()
+            planned = self.planner.operations(state, op.type)
+            namespaces = {p.namespace for p in planned}
+            index = self._live[op.scheduling_id] = LiveIndex(namespaces=namespaces)
             while len(self._live) > self._shared_runs:
                 self._live.popitem(last=False)
         return index
@@ -90,7 +93,7 @@ class InProcessInvoker:
             task = self.planner.task(state, op, timeout=self.timeout)
             async with self.clients.cluster(state.spec.kubeconfig) as cluster:
                 # a retry reads afresh: the shared listings predate what its failed attempt applied
-                live = self._live_index(op.scheduling_id) if op.retries == 0 else None
+                live = self._live_index(op, state) if op.retries == 0 else None
                 outcome = await self.reconciler.run(task, cluster, report, live=live)
         except ClusterUnreachable as exc:
             return InvokeResult(False, f"component {op.component}: {exc}", transient=True)
