@@ -14,6 +14,7 @@ from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.clients import ClientCache
+from reconciler.kube.live import LiveIndex
 from reconciler.model.cluster import ClusterSpec
 from reconciler.model.operation import Operation
 from reconciler.model.remote import RemoteTask
@@ -62,11 +63,18 @@ def test_operations_of_one_reconciliation_share_one_live_index_and_old_ones_are_
 ) -> None:
     reconciler = ComponentReconciler(HelmChartProvider(ChartCache(tmp_path)))
     invoker = InProcessInvoker(Planner(Settings()), reconciler, 60.0, shared_runs=2)
-    first = invoker._live_index("run-1")
-    assert invoker._live_index("run-1") is first
-    assert invoker._live_index("run-2") is not first
-    invoker._live_index("run-3")
-    assert invoker._live_index("run-1") is not first  # dropped beyond `shared_runs`
+    state = reconciling(cluster_spec("runtime"))
+
+    def index(scheduling_id: str) -> LiveIndex:
+        return invoker._live_index(operation(scheduling_id), state)
+
+    first = index("run-1")
+    assert index("run-1") is first
+    assert index("run-2") is not first
+    index("run-3")
+    assert index("run-1") is not first  # dropped beyond `shared_runs`
+    # the run's namespaces (kyma-system, istio-system: few) scope its listings
+    assert first.scoped
 
 
 def with_components(kube_cluster: KubeTarget, components: list[dict[str, str]]) -> ClusterSpec:
