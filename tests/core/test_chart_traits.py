@@ -5,31 +5,13 @@ unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from reconciler.charts.sources import ChartCache
-from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler, Outcome
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task, TaskType
 from tests.charts.support import FIXTURE_CHARTS
-from tests.conftest import KubeTarget
-
-
-@pytest.fixture
-async def cluster(kube_cluster: KubeTarget) -> AsyncIterator[Cluster]:
-    async with await Cluster.connect(kube_cluster.kubeconfig) as connected:
-        yield connected
-
-
-@pytest.fixture
-def reconciler(tmp_path: Path) -> ComponentReconciler:
-    return ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
 
 
 async def run(

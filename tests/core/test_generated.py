@@ -3,11 +3,8 @@ genSignedCert, randAlphaNum and checksum annotations over them (issue 11 A.7).""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from reconciler.charts.render import Capabilities
 from reconciler.charts.sources import ChartCache
@@ -17,7 +14,6 @@ from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
-from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, make_chart
 
 CHART = Path(__file__).parents[1] / "fixtures" / "charts" / "generated"
@@ -29,12 +25,6 @@ class CountingProvider(HelmChartProvider):
     async def render(self, task: Task, capabilities: Capabilities | None) -> list[KubeObject]:
         self.renders += 1
         return await super().render(task, capabilities)
-
-
-@pytest.fixture
-async def cluster(kube_cluster: KubeTarget) -> AsyncIterator[Cluster]:
-    async with await Cluster.connect(kube_cluster.kubeconfig) as connected:
-        yield connected
 
 
 def gen(namespace: str, **changes: Any) -> Task:

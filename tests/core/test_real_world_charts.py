@@ -6,32 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler.charts.sources import ChartCache
-from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler, Outcome
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
 from reconciler.util.polling import poll_until
 from tests.charts.support import FIXTURE_CHARTS
-from tests.conftest import KubeTarget
-
-
-@pytest.fixture
-async def cluster(kube_cluster: KubeTarget) -> AsyncIterator[Cluster]:
-    async with await Cluster.connect(kube_cluster.kubeconfig) as connected:
-        yield connected
-
-
-@pytest.fixture
-def reconciler(tmp_path: Path) -> ComponentReconciler:
-    return ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
 
 
 async def reconcile(

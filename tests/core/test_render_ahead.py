@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,7 +18,6 @@ from reconciler.model.component import ComponentSet
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.plan import plan_components
 from reconciler.model.task import Task
-from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, make_chart
 
 
@@ -42,12 +40,6 @@ class CountingCharts(HelmChartProvider):
         if task.component in self.hold:
             await self.hold[task.component].wait()
         return await super().render(task, capabilities)
-
-
-@pytest.fixture
-async def cluster(kube_cluster: KubeTarget) -> Any:
-    async with await Cluster.connect(kube_cluster.kubeconfig) as connected:
-        yield connected
 
 
 @pytest.fixture

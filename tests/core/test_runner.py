@@ -22,17 +22,6 @@ from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
 from tests.helpers.counting import recording_cluster
 
 
-@pytest.fixture
-async def cluster(kube_cluster: KubeTarget) -> Any:
-    async with await Cluster.connect(kube_cluster.kubeconfig) as connected:
-        yield connected
-
-
-@pytest.fixture
-def reconciler(tmp_path: Path) -> ComponentReconciler:
-    return ComponentReconciler(HelmChartProvider(ChartCache(tmp_path / "cache")))
-
-
 def task(chart: Path, namespace: str, **changes: Any) -> Task:
     base = Task(component="web", namespace=namespace, version="1.0.0", chart=str(chart), timeout=30)
     return Task(**{**base.__dict__, **changes})
