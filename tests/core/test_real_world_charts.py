@@ -10,40 +10,16 @@ from typing import Any
 
 import pytest
 
-from reconciler.core.runner import ComponentReconciler, Outcome
+from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
-from reconciler.model.kube_object import KubeObject
-from reconciler.model.task import Task
 from reconciler.util.polling import poll_until
-from tests.charts.support import FIXTURE_CHARTS
-
-
-async def reconcile(
-    reconciler: ComponentReconciler,
-    cluster: Cluster,
-    chart: str,
-    namespace: str,
-    *,
-    force: bool = False,
-) -> Outcome:
-    task = Task(
-        component=chart,
-        namespace=namespace,
-        version="1.0.0",
-        chart=str(FIXTURE_CHARTS / chart),
-        timeout=30,
-        force=force,
-    )
-    return await reconciler.run(task, cluster)
+from tests.core.support import get, run
 
 
 async def live(
     cluster: Cluster, api_version: str, kind: str, name: str, namespace: str = ""
 ) -> dict[str, Any]:
-    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-    found = await cluster.get(
-        KubeObject({"apiVersion": api_version, "kind": kind, "metadata": meta})
-    )
+    found = await get(cluster, kind, name, namespace, api_version)
     assert found is not None, f"{kind} {name} does not exist"
     return found.raw
 
@@ -51,7 +27,7 @@ async def live(
 async def test_yaml_that_pyyaml_misreads_applies_as_helm_reads_it(
     cluster: Cluster, reconciler: ComponentReconciler, namespace: str
 ) -> None:
-    first = await reconcile(reconciler, cluster, "yaml-quirks", namespace)
+    first = await run(reconciler, cluster, "yaml-quirks", namespace)
     assert first.ok, first.error
     crd = await live(
         cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "filters.quirks.example.io"
@@ -62,7 +38,7 @@ async def test_yaml_that_pyyaml_misreads_applies_as_helm_reads_it(
     assert filter_["spec"] == {"operator": "=", "since": "2024-01-01"}
     data = (await live(cluster, "v1", "ConfigMap", "yaml-quirks-quirks", namespace))["data"]
     assert data == {"released": "2024-01-01", "time": "12:30", "mode": "0755", "answer": "yes"}
-    again = await reconcile(reconciler, cluster, "yaml-quirks", namespace)
+    again = await run(reconciler, cluster, "yaml-quirks", namespace)
     assert again.ok, again.error
     assert again.changed == []
 
@@ -70,13 +46,13 @@ async def test_yaml_that_pyyaml_misreads_applies_as_helm_reads_it(
 async def test_characters_outside_the_bmp_reach_the_apiserver_unchanged(
     cluster: Cluster, reconciler: ComponentReconciler, namespace: str
 ) -> None:
-    first = await reconcile(reconciler, cluster, "emoji", namespace)
+    first = await run(reconciler, cluster, "emoji", namespace)
     assert first.ok, first.error
     dashboard = await live(cluster, "v1", "ConfigMap", "emoji-dashboard", namespace)
     assert "Health 🩺 of the 🌍" in dashboard["data"]["dashboard.json"]
     assert dashboard["data"]["note.txt"] == "🎉 and 中文 and é"
     assert dashboard["metadata"]["annotations"]["description"] == "Cluster health 🚀"
-    again = await reconcile(reconciler, cluster, "emoji", namespace)
+    again = await run(reconciler, cluster, "emoji", namespace)
     assert again.ok, again.error
     assert again.changed == []
 
@@ -84,7 +60,7 @@ async def test_characters_outside_the_bmp_reach_the_apiserver_unchanged(
 async def test_null_values_inside_a_custom_resource_are_dropped_with_a_warning(
     cluster: Cluster, reconciler: ComponentReconciler, namespace: str
 ) -> None:
-    first = await reconcile(reconciler, cluster, "nulls-in-cr", namespace)
+    first = await run(reconciler, cluster, "nulls-in-cr", namespace)
     assert first.ok, first.error
     monitor = await live(cluster, "nulls.example.io/v1", "Monitor", "nulls-in-cr", namespace)
     assert monitor["spec"]["podMetadata"] == {
@@ -101,7 +77,7 @@ async def test_null_values_inside_a_custom_resource_are_dropped_with_a_warning(
 async def test_duplicate_keys_in_keyed_lists_keep_the_last_entry_with_a_warning(
     cluster: Cluster, reconciler: ComponentReconciler, namespace: str
 ) -> None:
-    first = await reconcile(reconciler, cluster, "duplicate-keys", namespace)
+    first = await run(reconciler, cluster, "duplicate-keys", namespace)
     assert first.ok, first.error
     pod = (await live(cluster, "apps/v1", "Deployment", "duplicate-keys", namespace))["spec"][
         "template"
@@ -126,7 +102,7 @@ async def test_duplicate_keys_in_keyed_lists_keep_the_last_entry_with_a_warning(
     duplicates = [w for w in first.warnings if "duplicate entries" in w]
     assert len(duplicates) == 6, duplicates
     assert any("containers[app].env: name=LOG_LEVEL" in w for w in duplicates), duplicates
-    again = await reconcile(reconciler, cluster, "duplicate-keys", namespace)
+    again = await run(reconciler, cluster, "duplicate-keys", namespace)
     assert again.ok, again.error
     assert again.changed == []
 
@@ -137,7 +113,7 @@ async def test_static_manifests_with_unstored_zero_values_re_apply_unchanged(
     """controller-gen's `preserveUnknownFields: false`, `annotations: {}`, `binaryData: {}`...:
     the apiserver does not store them, and applying them anyway rewrote the object whenever the
     clock's second had moved since the last write."""
-    first = await reconcile(reconciler, cluster, "static-manifests", namespace)
+    first = await run(reconciler, cluster, "static-manifests", namespace)
     assert first.ok, first.error
     crd = await live(
         cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "gizmos.static.example.io"
@@ -152,7 +128,7 @@ async def test_static_manifests_with_unstored_zero_values_re_apply_unchanged(
         interval=0.05,
     )
     for _ in range(2):
-        again = await reconcile(reconciler, cluster, "static-manifests", namespace, force=True)
+        again = await run(reconciler, cluster, "static-manifests", namespace, force=True)
         assert again.ok, again.error
         assert again.applied > 0
         assert again.changed == []
