@@ -270,3 +270,46 @@ async def test_a_chart_in_a_relative_directory_renders(
     shutil.copytree(FIXTURE_CHARTS / "hooks", tmp_path / "hooks")
     monkeypatch.chdir(tmp_path)
     assert keys(await render(renderer, Path("hooks"))) == ["ConfigMap/rel-settings"]
+
+
+TEMPLATE_CRDS = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {name}
+spec:
+  group: example.com
+  names: {{kind: {kind}, plural: {plural}}}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {{openAPIV3Schema: {{type: object}}}}
+"""
+
+
+async def test_crds_files_are_left_out_on_request_and_templated_crds_stay(
+    renderer: Renderer, tmp_path: Path
+) -> None:
+    chart = tmp_path / "crds"
+    shutil.copytree(FIXTURE_CHARTS / "crds", chart)
+    (chart / "templates" / "crd.yaml").write_text(
+        TEMPLATE_CRDS.format(name="cogs.example.com", kind="Cog", plural="cogs")
+    )
+    values = chart_values(chart, profile=None, overrides={})
+
+    async def crds(include: bool) -> set[str]:
+        objects = await renderer.render(
+            chart, release="rel", namespace="ns", values=values, include_crds=include
+        )
+        return {obj.name for obj in objects if obj.is_crd}
+
+    # crds/ of the chart and of its subchart, and the one its templates render
+    assert await crds(True) == {
+        "widgets.example.com",
+        "sprockets.example.com",
+        "gadgets.example.com",
+        "cogs.example.com",
+    }
+    assert await crds(False) == {"cogs.example.com"}

@@ -1,7 +1,9 @@
 """Rendering a chart into the objects to apply: in-process with helm_python, or `helm template`.
 
 Both renderers return the same list for the same chart, values and capabilities: `crds/` files
-included, hooks, NOTES.txt and empty documents dropped, ordered by `manifests.to_objects`. The SDK
+included (unless `include_crds=False`: a component whose CRDs the `CRDs` step applies need not
+parse hundreds of KB of schema only to drop them), hooks, NOTES.txt and empty documents dropped,
+ordered by `manifests.to_objects`. The SDK
 renderer is the default (no process per render); the CLI renderer is the fallback and the
 reference the SDK renderer is tested against. Rendering never contacts a cluster.
 """
@@ -56,8 +58,10 @@ class Renderer(Protocol):
         namespace: str,
         values: dict[str, Any],
         capabilities: Capabilities | None = None,
+        include_crds: bool = True,
     ) -> list[KubeObject]:
-        """Render `chart_dir` with `values` (already layered) into the objects to apply."""
+        """Render `chart_dir` with `values` (already layered) into the objects to apply;
+        `include_crds=False` leaves out the files of `crds/` (Helm's `--skip-crds`)."""
         ...
 
 
@@ -82,9 +86,16 @@ class SdkRenderer:
         namespace: str,
         values: dict[str, Any],
         capabilities: Capabilities | None = None,
+        include_crds: bool = True,
     ) -> list[KubeObject]:
         return await asyncio.to_thread(
-            self._render, chart_dir, release, namespace or "default", values, capabilities
+            self._render,
+            chart_dir,
+            release,
+            namespace or "default",
+            values,
+            capabilities,
+            include_crds,
         )
 
     def _render(
@@ -94,6 +105,7 @@ class SdkRenderer:
         namespace: str,
         values: dict[str, Any],
         capabilities: Capabilities | None,
+        include_crds: bool = True,
     ) -> list[KubeObject]:
         try:
             self._helm.validate_release_name(release)
@@ -111,7 +123,7 @@ class SdkRenderer:
                 raise ChartError(f"chart {chart_dir}: {_one_line(str(exc))}") from exc
             # Read after rendering: the render drops subcharts whose condition is false.
             documents: list[Document] = []
-            for crd in chart.crds:
+            for crd in chart.crds if include_crds else ():
                 documents += split_documents(crd["filename"], crd["data"])
         finally:
             if not cached:
@@ -242,6 +254,7 @@ class CliRenderer:
         namespace: str,
         values: dict[str, Any],
         capabilities: Capabilities | None = None,
+        include_crds: bool = True,
     ) -> list[KubeObject]:
         helm = self._helm or find_binary("helm")
         if helm is None:
@@ -257,7 +270,7 @@ class CliRenderer:
                 namespace or "default",
                 "--values",
                 values_file,
-                "--include-crds",
+                *(["--include-crds"] if include_crds else []),  # `template` leaves crds/ out
             ]
             if capabilities is not None:
                 args += ["--kube-version", capabilities.kube_version]

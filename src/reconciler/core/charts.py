@@ -64,10 +64,12 @@ class HelmChartProvider:
             namespace=task.namespace,
             values=values,
             capabilities=capabilities,
+            include_crds=task.include_crds,
         )
-        if task.include_crds or not (chart_dir / "crds").is_dir():
+        if task.include_crds or not any(obj.is_crd for obj in objects):
             return objects
-        owned_elsewhere = chart_crd_names(chart_dir)
+        # a template that renders a CRD of crds/ again: the CRDs step owns that one
+        owned_elsewhere = await asyncio.to_thread(chart_crd_names, chart_dir)
         return [obj for obj in objects if not (obj.is_crd and obj.name in owned_elsewhere)]
 
     async def digest(self, task: Task, cluster: str) -> str:
