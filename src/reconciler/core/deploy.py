@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.charts.workspace import Workspace
-from reconciler.core.executor import StepResult, execute
+from reconciler.core.executor import StepResult, StepState, execute
 from reconciler.core.results import Outcome, Report
 from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
+from reconciler.kube.delete import NamespaceWaits
 from reconciler.kube.live import LiveIndex
 from reconciler.model.component import CRDS_COMPONENT, ComponentSet
 from reconciler.model.plan import Plan, plan_components
@@ -172,8 +173,14 @@ async def run_component_set(
     if rendering and first is None:
         ahead.start(ahead_of(plan, None))
 
+    # a deleted component's namespace holds only Kubernetes' own objects by then: the
+    # components before it need not wait ~5 s each for its controller to finalize it
+    namespace_waits = NamespaceWaits(cluster) if deleting else None
+
     async def run_step(name: str) -> bool:
-        outcomes[name] = await reconciler.run(tasks[name], cluster, report, live=live)
+        outcomes[name] = await reconciler.run(
+            tasks[name], cluster, report, live=live, namespace_waits=namespace_waits
+        )
         if rendering and name == first and outcomes[name].ok:
             ahead.start(ahead_of(plan, first))
         return outcomes[name].ok
@@ -186,6 +193,10 @@ async def run_component_set(
             keep_going=deleting,
             priority=lambda name: ahead.sizes.get(name, 0),
         )
+        if namespace_waits is not None:
+            for name, error in (await namespace_waits.wait()).items():
+                outcomes[name].error = f"component {name}: {error}"
+                results[name] = StepResult(StepState.FAILED, outcomes[name].error or "")
     finally:
         await ahead.aclose()
     return results, outcomes

@@ -28,7 +28,7 @@ from reconciler.errors import ClusterUnreachable, ReadinessTimeout, ReconcilerEr
 from reconciler.kube import inventory
 from reconciler.kube.apply import apply_objects, prepare_all
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.delete import delete_objects, without_unserved
+from reconciler.kube.delete import NamespaceWaits, delete_objects, without_unserved
 from reconciler.kube.live import LiveIndex
 from reconciler.kube.transform import COMPONENT
 from reconciler.kube.wait import all_ready, wait_ready
@@ -78,9 +78,12 @@ class ComponentReconciler:
         report: Report | None = None,
         *,
         live: LiveIndex | None = None,
+        namespace_waits: NamespaceWaits | None = None,
     ) -> Outcome:
         """Run one task. `live`: the run's shared view of the cluster (one metadata LIST per
-        kind for every component of the run); without it reads are limited to this component."""
+        kind for every component of the run); without it reads are limited to this component.
+        `namespace_waits`: a delete leaves the wait for its namespace to be gone there (the
+        caller awaits it), else it waits itself."""
         started = time.monotonic()
         outcome = Outcome(task.component)
         emit = report or (lambda event: None)
@@ -93,7 +96,7 @@ class ComponentReconciler:
             if task.type is TaskType.RECONCILE:
                 await self._reconcile(ctx, outcome, phase, live or LiveIndex(shared=False))
             else:
-                await self._delete(ctx, outcome, phase)
+                await self._delete(ctx, outcome, phase, namespace_waits)
         except ReconcilerError as exc:
             outcome.error = f"component {task.component}: {exc}"
             outcome.transient = isinstance(exc, TRANSIENT_ERRORS)
@@ -430,7 +433,11 @@ class ComponentReconciler:
         return (namespace if namespace.key in old else None), None
 
     async def _delete(
-        self, ctx: ActionContext, outcome: Outcome, phase: Callable[[str], None]
+        self,
+        ctx: ActionContext,
+        outcome: Outcome,
+        phase: Callable[[str], None],
+        namespace_waits: NamespaceWaits | None = None,
     ) -> None:
         task, cluster = ctx.task, ctx.kube
         await self._hook("pre_delete", ctx, phase)
@@ -459,6 +466,7 @@ class ComponentReconciler:
                 timeout=task.timeout,
                 on_phase=phase,
                 warnings=outcome.warnings,
+                namespace_waits=namespace_waits,
             )
             outcome.deleted = [obj.key for obj in deleted]
             await inventory.remove(cluster, task.component, task.namespace)

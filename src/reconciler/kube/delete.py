@@ -3,11 +3,16 @@
 Order: custom resources of the component's own CRDs (their controllers may need to run
 finalizers while the component still exists), then namespaced objects, then cluster-scoped ones,
 then the CRDs, and namespaces last, and a namespace only when nothing that belongs to someone
-else is left in it. Objects of kinds the cluster does not serve (a CRD never installed, a
-`batch/v1` CronJob on 1.20) cannot exist: they count as deleted, not as a failure. Objects
-annotated `helm.sh/resource-policy: keep` are left in place, as Helm leaves them on uninstall and
-when an upgrade drops them (with the custom resources of a kept CRD, and the namespace they are
-in); each is named in the warnings.
+else is left in it. By then the namespace holds only what Kubernetes puts into every namespace,
+which no other component's controller or webhook acts on; its controller still takes ~5 s to
+finalize it. A caller deleting several components in order may collect those waits
+(`NamespaceWaits`) and await them once at the end instead of once per component.
+
+Objects of kinds the cluster does not serve (a CRD never installed, a `batch/v1` CronJob on
+1.20) cannot exist: they count as deleted, not as a failure. Objects annotated
+`helm.sh/resource-policy: keep` are left in place, as Helm leaves them on uninstall and when an
+upgrade drops them (with the custom resources of a kept CRD, and the namespace they are in);
+each is named in the warnings.
 """
 
 from __future__ import annotations
@@ -106,6 +111,36 @@ async def _gone(cluster: Cluster, objects: list[KubeObject], timeout: float) -> 
         raise ReadinessTimeout(str(exc)) from None
 
 
+class NamespaceWaits:
+    """Namespaces whose deletion was requested, to wait for together at the end of a run."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._pending: list[tuple[str, list[KubeObject], float]] = []
+
+    def add(self, component: str, namespaces: list[KubeObject], timeout: float) -> None:
+        self._pending.append((component, namespaces, timeout))
+
+    async def wait(self) -> dict[str, str]:
+        """Wait for every collected namespace to be gone; the error per component whose
+        namespace is still there at its deadline."""
+
+        async def one(namespaces: list[KubeObject], timeout: float) -> str | None:
+            try:
+                await _gone(self.cluster, namespaces, timeout)
+            except ReadinessTimeout as exc:
+                return str(exc)
+            return None
+
+        pending, self._pending = self._pending, []
+        errors = await asyncio.gather(*(one(ns, timeout) for _, ns, timeout in pending))
+        return {
+            component: error
+            for (component, _, _), error in zip(pending, errors, strict=True)
+            if error is not None
+        }
+
+
 async def live_custom_resources(cluster: Cluster, crds: list[KubeObject]) -> list[KubeObject]:
     """Every object of the given CRDs' kinds that exists in the cluster."""
     found: list[KubeObject] = []
@@ -163,8 +198,10 @@ async def delete_objects(
     timeout: float,
     on_phase: Callable[[str], None] | None = None,
     warnings: list[str] | None = None,
+    namespace_waits: NamespaceWaits | None = None,
 ) -> list[KubeObject]:
-    """Delete `objects` wave by wave; return those actually deleted.
+    """Delete `objects` wave by wave; return those actually deleted. With `namespace_waits`,
+    the wait for the namespaces to be gone goes there instead of being done here.
 
     The keep policy is read from the objects as given (rendered or live); a bare reference (an
     inventory entry: kind and name only) is read from the cluster first, since what the chart
@@ -194,7 +231,10 @@ async def delete_objects(
         done = await asyncio.gather(*(cluster.delete(obj) for obj in wave))
         gone = [obj for obj, was in zip(wave, done, strict=True) if was]
         deleted.extend(gone)
-        await _gone(cluster, gone, timeout)
+        if namespace_waits is not None and gone and gone[0].is_namespace:
+            namespace_waits.add(component, gone, timeout)
+        else:
+            await _gone(cluster, gone, timeout)
     return deleted
 
 
