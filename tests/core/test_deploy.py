@@ -13,7 +13,7 @@ from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
 from reconciler.model.component import ComponentSet
 from reconciler.model.plan import Plan, plan_components
-from reconciler.model.task import Task, TaskType
+from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
 from reconciler.util.polling import poll_until
 from tests.helpers.charts import CONFIGMAPS, make_chart
 
@@ -69,7 +69,10 @@ async def test_a_prerequisite_is_deleted_while_a_namespace_deleted_before_it_ter
     plan, tasks = _set(tmp_path, namespace)
     deletes = await _deploy_then_hold_app_namespace(cluster, reconciler, plan, tasks)
     app_ns, base_ns = tasks["app"].namespace, tasks["base"].namespace
-    run = asyncio.ensure_future(run_component_set(cluster, reconciler, plan.reversed(), deletes))
+    events: list[ProgressEvent] = []
+    run = asyncio.ensure_future(
+        run_component_set(cluster, reconciler, plan.reversed(), deletes, report=events.append)
+    )
     try:
         # before: base waited for app's namespace to be finalized, which the hold prevents
         await poll_until(
@@ -84,6 +87,12 @@ async def test_a_prerequisite_is_deleted_while_a_namespace_deleted_before_it_ter
     results, outcomes = await asyncio.wait_for(run, 60)
     assert {r.state for r in results.values()} == {StepState.DONE}, outcomes
     assert await _namespace(cluster, app_ns) is None
+    # the wait shows on app's line, and app ends done after it
+    app = [(e.state, e.message) for e in events if e.component == "app"]
+    waiting = (ProgressState.RUNNING, f"waiting for namespace {app_ns} to be deleted")
+    assert waiting in app
+    assert app[-1] == (ProgressState.SUCCESS, outcomes["app"].summary())
+    assert app.index(waiting) < len(app) - 1
 
 
 async def test_a_namespace_that_is_not_finalized_in_time_fails_its_component_only(
@@ -94,8 +103,10 @@ async def test_a_namespace_that_is_not_finalized_in_time_fails_its_component_onl
     deletes = await _deploy_then_hold_app_namespace(cluster, reconciler, plan, tasks)
     app_ns = tasks["app"].namespace
     try:
+        events: list[ProgressEvent] = []
         results, outcomes = await asyncio.wait_for(
-            run_component_set(cluster, reconciler, plan.reversed(), deletes), 60
+            run_component_set(cluster, reconciler, plan.reversed(), deletes, report=events.append),
+            60,
         )
     finally:
         await _finalizers(cluster, app_ns, [])
@@ -103,6 +114,8 @@ async def test_a_namespace_that_is_not_finalized_in_time_fails_its_component_onl
     assert results["app"].state is StepState.FAILED
     assert f"deletion of namespace {app_ns}" in (outcomes["app"].error or ""), outcomes["app"].error
     assert results["app"].detail == outcomes["app"].error
+    last = [e for e in events if e.component == "app"][-1]
+    assert (last.state, last.message) == (ProgressState.ERROR, outcomes["app"].error)
 
 
 async def _gone(cluster: Cluster, name: str) -> bool:

@@ -25,7 +25,7 @@ from reconciler.kube.delete import NamespaceWaits
 from reconciler.kube.live import LiveIndex
 from reconciler.model.component import CRDS_COMPONENT, ComponentSet
 from reconciler.model.plan import Plan, plan_components
-from reconciler.model.task import Task, TaskType
+from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
 from reconciler.model.values import layer, nest
 
 
@@ -194,9 +194,32 @@ async def run_component_set(
             priority=lambda name: ahead.sizes.get(name, 0),
         )
         if namespace_waits is not None:
-            for name, error in (await namespace_waits.wait()).items():
-                outcomes[name].error = f"component {name}: {error}"
-                results[name] = StepResult(StepState.FAILED, outcomes[name].error or "")
+            await _namespaces_gone(namespace_waits, outcomes, results, report)
     finally:
         await ahead.aclose()
     return results, outcomes
+
+
+async def _namespaces_gone(
+    waits: NamespaceWaits,
+    outcomes: dict[str, Outcome],
+    results: dict[str, StepResult],
+    report: Report | None,
+) -> None:
+    """Wait for the namespaces the run deleted; a component waiting for one shows it, and
+    fails if it is still there at the component's timeout."""
+    emit = report or (lambda event: None)
+    pending = waits.pending()
+    for name, namespaces in pending.items():
+        names = ", ".join(namespaces)
+        text = f"waiting for namespace{'s' if len(namespaces) > 1 else ''} {names} to be deleted"
+        emit(ProgressEvent(name, ProgressState.RUNNING, text, "waiting"))
+    errors = await waits.wait()
+    for name in pending:
+        outcome = outcomes[name]
+        if name in errors:
+            outcome.error = f"component {name}: {errors[name]}"
+            results[name] = StepResult(StepState.FAILED, outcome.error)
+            emit(ProgressEvent(name, ProgressState.ERROR, outcome.error, "error"))
+        else:
+            emit(ProgressEvent(name, ProgressState.SUCCESS, outcome.summary(), "done"))

@@ -36,6 +36,17 @@ class Outcome:
     def ok(self) -> bool:
         return not self.error
 
+    def summary(self) -> str:
+        """The one line a successful run reports."""
+        if self.deleted:
+            return f"deleted {len(self.deleted)} objects"
+        if self.checked and not self.applied:
+            return f"{self.checked} objects unchanged"
+        parts = [f"{self.applied} objects applied", f"{len(self.changed)} changed"]
+        if self.pruned:
+            parts.append(f"{len(self.pruned)} pruned")
+        return ", ".join(parts)
+
 
 class Phase:
     """How a run reports itself: `phase("render chart")` names what it does now, and

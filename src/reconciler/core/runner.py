@@ -110,7 +110,7 @@ class ComponentReconciler:
             log.error("failed", error=outcome.error)
             emit(ProgressEvent(task.component, ProgressState.ERROR, outcome.error, "error"))
         else:
-            emit(ProgressEvent(task.component, ProgressState.SUCCESS, _summary(outcome), "done"))
+            emit(ProgressEvent(task.component, ProgressState.SUCCESS, outcome.summary(), "done"))
         return outcome
 
     async def _hook(self, name: str, ctx: ActionContext, phase: Callable[[str], None]) -> bool:
@@ -476,14 +476,3 @@ class ComponentReconciler:
 def _regenerates(task: Task, previous: inventory.Inventory | None) -> bool:
     """The run applies generated values as rendered now: a new `--regenerate` token."""
     return bool(task.regenerate) and (previous is None or previous.regenerated != task.regenerate)
-
-
-def _summary(outcome: Outcome) -> str:
-    if outcome.deleted:
-        return f"deleted {len(outcome.deleted)} objects"
-    if outcome.checked and not outcome.applied:
-        return f"{outcome.checked} objects unchanged"
-    parts = [f"{outcome.applied} objects applied", f"{len(outcome.changed)} changed"]
-    if outcome.pruned:
-        parts.append(f"{len(outcome.pruned)} pruned")
-    return ", ".join(parts)

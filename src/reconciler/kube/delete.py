@@ -121,6 +121,13 @@ class NamespaceWaits:
     def add(self, component: str, namespaces: list[KubeObject], timeout: float) -> None:
         self._pending.append((component, namespaces, timeout))
 
+    def pending(self) -> dict[str, list[str]]:
+        """The namespaces still to wait for, by component."""
+        found: dict[str, list[str]] = {}
+        for component, namespaces, _ in self._pending:
+            found.setdefault(component, []).extend(ns.name for ns in namespaces)
+        return found
+
     async def wait(self) -> dict[str, str]:
         """Wait for every collected namespace to be gone; the error per component whose
         namespace is still there at its deadline."""
