@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer.main
@@ -81,3 +82,49 @@ def test_the_top_level_help_names_every_command() -> None:
     assert done.returncode == 0, done.stderr
     for name, lazy in LAZY_COMMANDS.items():
         assert any(name in line and lazy.help in line for line in done.stdout.splitlines()), name
+
+
+KYMA_LIKE = Path(__file__).resolve().parents[2] / "examples" / "kyma-like"
+RUN_MAIN = (
+    "import atexit, sys, tempfile, pathlib\n"
+    "marker = pathlib.Path(sys.argv.pop(1))\n"
+    "kept = tempfile.TemporaryDirectory()\n"  # removed by an exit handler, as at a normal exit
+    "marker.write_text(kept.name)\n"
+    "atexit.register(lambda: sys.stdout.write('exit handler ran\\n'))\n"
+    "from reconciler.cli.main import main\n"
+    "sys.argv[0] = 'reconciler'\n"
+    "main()\n"
+    "print('never reached')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "stderr"),
+    [
+        (["version"], 0, ""),
+        (
+            ["deploy", "--kubeconfig", "/nonexistent", "--workspace", str(KYMA_LIKE)],
+            1,
+            "kubeconfig file /nonexistent",
+        ),
+        (["no-such-command"], 2, "No such command"),
+    ],
+    ids=["ok", "error", "usage"],
+)
+def test_the_command_ends_the_process_with_its_status_after_the_exit_handlers(
+    tmp_path: Path, args: list[str], status: int, stderr: str
+) -> None:
+    marker = tmp_path / "kept"
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_MAIN, str(marker), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        timeout=120,
+    )
+    assert done.returncode == status, done.stderr
+    assert stderr in done.stderr
+    # output flushed, exit handlers run (the temporary directory is gone), nothing after main()
+    assert done.stdout.endswith("exit handler ran\n"), done.stdout
+    assert "never reached" not in done.stdout
+    assert not Path(marker.read_text()).exists()

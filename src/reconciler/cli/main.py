@@ -6,11 +6,17 @@ renderer). Importing them all made every invocation, `reconciler --version` incl
 ~1 s of CPU before doing anything, so the top-level group knows its commands by name and
 imports a module only when its command runs or its help is shown. `reconciler --help` (and a
 bare `reconciler`) lists every command from the one-line help kept here, importing none.
+
+The process ends without tearing the interpreter down (`main`): freeing every module and object
+and joining idle worker threads took ~0.25 s of a ~1.1 s no-op `reconciler deploy`.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
+import sys
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
@@ -196,3 +202,26 @@ def _main(
 def version() -> None:
     """Print the version."""
     typer.echo(__version__)
+
+
+def main() -> None:
+    """The `reconciler` command: run it, then end the process at once. What a normal exit does
+    that matters is done first: exit handlers (temporary directories removed, logging flushed)
+    and standard output and error flushed. Skipped: tearing down modules and objects, and
+    joining threads, which by then have nothing left to do. An exception that escapes the
+    command ends the process the normal way, with its traceback."""
+    try:
+        app()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    atexit._run_exitfuncs()  # what the interpreter would run at exit, in the same order
+    try:
+        if isinstance(code, str):  # `sys.exit("message")`: printed, status 1
+            print(code, file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # a reader that went away (`| head`): nothing more to tell it
+        pass
+    os._exit(status)

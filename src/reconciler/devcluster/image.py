@@ -57,7 +57,7 @@ DROP = (
     "var/lib/dpkg/",
     "var/log/",
 )
-ENTRY_POINT = f"#!/usr/bin/{PY}\nfrom reconciler.cli.main import app\n\napp()\n"
+ENTRY_POINT = f"#!/usr/bin/{PY}\nfrom reconciler.cli.main import main\n\nmain()\n"
 ENV = [
     "PATH=/usr/local/bin:/usr/bin:/bin",
     "HOME=/tmp",
