@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from reconciler.charts.render import (
     Capabilities,
@@ -24,6 +25,7 @@ from reconciler.errors import ChartError
 from reconciler.model.kube_object import KubeObject, ObjectKey
 from reconciler.paths import find_binary
 from tests.charts.support import FIXTURE_CHARTS
+from tests.helpers.crds import minimal_crd
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 OLD = Capabilities("v1.20.2", ("batch/v1", "example.com/v1"))
@@ -272,31 +274,12 @@ async def test_a_chart_in_a_relative_directory_renders(
     assert keys(await render(renderer, Path("hooks"))) == ["ConfigMap/rel-settings"]
 
 
-TEMPLATE_CRDS = """\
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: {name}
-spec:
-  group: example.com
-  names: {{kind: {kind}, plural: {plural}}}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema: {{openAPIV3Schema: {{type: object}}}}
-"""
-
-
 async def test_crds_files_are_left_out_on_request_and_templated_crds_stay(
     renderer: Renderer, tmp_path: Path
 ) -> None:
     chart = tmp_path / "crds"
     shutil.copytree(FIXTURE_CHARTS / "crds", chart)
-    (chart / "templates" / "crd.yaml").write_text(
-        TEMPLATE_CRDS.format(name="cogs.example.com", kind="Cog", plural="cogs")
-    )
+    (chart / "templates" / "crd.yaml").write_text(yaml.safe_dump(minimal_crd("example.com", "Cog")))
     values = chart_values(chart, profile=None, overrides={})
 
     async def crds(include: bool) -> set[str]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import yaml
+
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
 from tests.charts.support import FIXTURE_CHARTS
-from tests.charts.test_render import TEMPLATE_CRDS
+from tests.helpers.crds import minimal_crd
 
 
 def _task(chart: Path, *, include_crds: bool) -> Task:
@@ -30,9 +32,9 @@ async def test_a_component_whose_crds_the_crds_step_applies_renders_only_other_c
     shutil.copytree(FIXTURE_CHARTS / "crds", chart)
     # one template renders a CRD of crds/ again (the CRDs step owns it), one a CRD of its own
     (chart / "templates" / "crd.yaml").write_text(
-        TEMPLATE_CRDS.format(name="widgets.example.com", kind="Widget", plural="widgets")
-        + "---\n"
-        + TEMPLATE_CRDS.format(name="cogs.example.com", kind="Cog", plural="cogs")
+        yaml.safe_dump_all(
+            [minimal_crd("example.com", "Widget"), minimal_crd("example.com", "Cog")]
+        )
     )
     provider = HelmChartProvider(ChartCache(tmp_path / "cache"))
 

@@ -47,14 +47,20 @@ def differences(
 
 def gadget_crd(group: str) -> dict[str, Any]:
     """A minimal namespaced CRD (`Gadget` in `group`): creating it changes discovery."""
+    return minimal_crd(group, "Gadget")
+
+
+def minimal_crd(group: str, kind: str) -> dict[str, Any]:
+    """A namespaced CRD of `kind` in `group`, served and stored as v1, with any fields."""
+    plural, singular = f"{kind.lower()}s", kind.lower()
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"gadgets.{group}"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
             "group": group,
             "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "names": {"plural": plural, "singular": singular, "kind": kind},
             "versions": [
                 {
                     "name": "v1",

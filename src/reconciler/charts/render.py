@@ -3,9 +3,9 @@
 Both renderers return the same list for the same chart, values and capabilities: `crds/` files
 included (unless `include_crds=False`: a component whose CRDs the `CRDs` step applies need not
 parse hundreds of KB of schema only to drop them), hooks, NOTES.txt and empty documents dropped,
-ordered by `manifests.to_objects`. The SDK
-renderer is the default (no process per render); the CLI renderer is the fallback and the
-reference the SDK renderer is tested against. Rendering never contacts a cluster.
+ordered by `manifests.to_objects`. The SDK renderer is the default (no process per render); the
+CLI renderer is the fallback and the reference the SDK renderer is tested against. Rendering
+never contacts a cluster.
 """
 
 from __future__ import annotations
