@@ -35,6 +35,12 @@ async def test_kyma_installs_upgrades_prunes_and_removes_modules_on_the_remote_c
     assert MANIFEST_FINALIZER in manifest["metadata"]["finalizers"]
     synced = {(s["kind"], s["name"]) for s in manifest["status"]["synced"]}
     assert {("ConfigMap", "alpha-a"), ("ConfigMap", "alpha-b")} <= synced
+    # as the lifecycle manager writes them: "" for the core group and cluster-scoped objects
+    entries = {(s["kind"], s["name"]): s for s in manifest["status"]["synced"]}
+    assert entries["ConfigMap", "alpha-a"]["group"] == ""
+    assert entries["ConfigMap", "alpha-a"]["namespace"] != ""
+    crd = next(s for s in manifest["status"]["synced"] if s["kind"] == "CustomResourceDefinition")
+    assert (crd["group"], crd["namespace"]) == ("apiextensions.k8s.io", "")
     assert await world.remote_configmap("alpha-b") is not None
     assert (
         await world.get(

@@ -156,10 +156,10 @@ class ManifestController:
             waiting = await self._not_ready(cluster, [o for o in watched if not o.is_crd])
         synced = [
             SyncedObject(
-                group=e.as_object().group or None,
+                group=e.as_object().group,
                 version=e.as_object().version,
                 kind=e.kind,
-                namespace=e.namespace or None,
+                namespace=e.namespace,
                 name=e.name,
             ).dump()
             for e in entries

@@ -230,15 +230,14 @@ class ManifestSpec(ResourceModel):
 class SyncedObject(ResourceModel):
     """One object the module installed (what a new version that drops it prunes).
 
-    `group` and `namespace` are left out when empty (core group, cluster-scoped object):
-    Kubernetes 1.20 reads an empty string in a custom resource as null and then refuses it as
-    "must be of type string", so the schema does not require them."""
+    `group` and `namespace` are `""` for the core group and cluster-scoped objects, as the
+    lifecycle manager writes them; an entry stored without them reads as `""`."""
 
     version: str
     kind: str
     name: str
-    group: str | None = None
-    namespace: str | None = None
+    group: str = ""
+    namespace: str = ""
 
 
 class ManifestStatus(ResourceModel):
