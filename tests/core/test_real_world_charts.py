@@ -73,6 +73,34 @@ async def test_null_values_inside_a_custom_resource_are_dropped_with_a_warning(
     assert any("selectors[0].matchLabels.zone" in w for w in dropped), dropped
 
 
+async def test_empty_strings_and_zeros_inside_a_custom_resource_apply_and_reapply_unchanged(
+    cluster: Cluster, reconciler: ComponentReconciler, namespace: str
+) -> None:
+    first = await run(reconciler, cluster, "empty-strings-in-cr", namespace)
+    assert first.ok, first.error
+    gateway = await live(
+        cluster, "empties.example.io/v1", "Gateway", "empty-strings-in-cr", namespace
+    )
+    assert gateway["metadata"]["annotations"]["example.io/note"] == ""
+    assert gateway["spec"] == {
+        "replicas": 0,
+        "paused": False,
+        "prefix": "",
+        "weight": 0,
+        "podMetadata": {
+            "annotations": {
+                "traffic.sidecar.istio.io/includeInboundPorts": "",
+                "sidecar.istio.io/inject": "false",
+            },
+            "labels": {},
+        },
+        "hosts": [""],
+    }
+    again = await run(reconciler, cluster, "empty-strings-in-cr", namespace)
+    assert again.ok, again.error
+    assert again.changed == []
+
+
 @pytest.mark.usefixtures("kubelet")
 async def test_duplicate_keys_in_keyed_lists_keep_the_last_entry_with_a_warning(
     cluster: Cluster, reconciler: ComponentReconciler, namespace: str

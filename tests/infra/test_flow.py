@@ -148,6 +148,28 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
     await poll_until(deleted, timeout=60, what="Runtime, kubeconfig and Shoot gone")
 
 
+async def test_a_runtime_with_the_brokers_empty_strings_is_stored_whole_and_provisioned(
+    world: World,
+) -> None:
+    """The broker writes `machine.image: {name: "", version: ""}` and `oidcConfig: {}` when it
+    leaves the choice to the manager: a real apiserver stores them, and so must the test bed."""
+    body = runtime(
+        "rt-empty",
+        world.namespace,
+        shoot="shoot-empty",
+        workers=[worker(machine={"type": "m6i.large", "image": {"name": "", "version": ""}})],
+    )
+    body["spec"]["shoot"]["kubernetes"]["kubeAPIServer"]["oidcConfig"] = {}
+    await world.kcp.apply(body)
+
+    await world.state("rt-empty", "Ready")
+    stored = await world.runtime("rt-empty")
+    assert stored is not None
+    shoot = stored["spec"]["shoot"]
+    assert shoot["provider"]["workers"][0]["machine"]["image"] == {"name": "", "version": ""}
+    assert shoot["kubernetes"]["kubeAPIServer"]["oidcConfig"] == {}
+
+
 async def test_a_final_gardener_error_fails_the_runtime_with_the_reason(world: World) -> None:
     world.garden.simulator.faults["shoot-f"] = "error"
     await world.kcp.apply(runtime("rt-f", world.namespace, shoot="shoot-f"))
