@@ -177,9 +177,22 @@ async def run_component_set(
     # components before it need not wait ~5 s each for its controller to finalize it
     namespace_waits = NamespaceWaits(cluster) if deleting else None
 
+    def step_report(event: ProgressEvent) -> None:
+        """`report`, less a deleted component's success while its namespace is still there:
+        that is told once, when the namespace is gone (`_namespaces_gone`)."""
+        if report is None:
+            return
+        if (
+            namespace_waits is not None
+            and event.state is ProgressState.SUCCESS
+            and event.component in namespace_waits.pending()
+        ):
+            return
+        report(event)
+
     async def run_step(name: str) -> bool:
         outcomes[name] = await reconciler.run(
-            tasks[name], cluster, report, live=live, namespace_waits=namespace_waits
+            tasks[name], cluster, step_report, live=live, namespace_waits=namespace_waits
         )
         if rendering and name == first and outcomes[name].ok:
             ahead.start(ahead_of(plan, first))
@@ -222,4 +235,4 @@ async def _namespaces_gone(
             results[name] = StepResult(StepState.FAILED, outcome.error)
             emit(ProgressEvent(name, ProgressState.ERROR, outcome.error, "error"))
         else:
-            emit(ProgressEvent(name, ProgressState.SUCCESS, outcome.summary(), "done"))
+            emit(ProgressEvent(name, ProgressState.SUCCESS, outcome.summary(deleting=True), "done"))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from reconciler.kube.inventory import Inventory
 from reconciler.model.kube_object import ObjectKey
 from reconciler.model.task import ProgressEvent, ProgressState
+from reconciler.util.text import count
 
 Report = Callable[[ProgressEvent], None]
 
@@ -36,13 +37,17 @@ class Outcome:
     def ok(self) -> bool:
         return not self.error
 
-    def summary(self) -> str:
-        """The one line a successful run reports."""
-        if self.deleted:
-            return f"deleted {len(self.deleted)} objects"
+    def summary(self, *, deleting: bool = False) -> str:
+        """The one line a successful run reports (a delete's in a delete's words)."""
+        if deleting:
+            return (
+                f"{count(len(self.deleted), 'object')} deleted"
+                if self.deleted
+                else ("nothing to delete")
+            )
         if self.checked and not self.applied:
-            return f"{self.checked} objects unchanged"
-        parts = [f"{self.applied} objects applied", f"{len(self.changed)} changed"]
+            return f"{count(self.checked, 'object')} unchanged"
+        parts = [f"{count(self.applied, 'object')} applied", f"{len(self.changed)} changed"]
         if self.pruned:
             parts.append(f"{len(self.pruned)} pruned")
         return ", ".join(parts)

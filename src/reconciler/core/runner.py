@@ -110,7 +110,8 @@ class ComponentReconciler:
             log.error("failed", error=outcome.error)
             emit(ProgressEvent(task.component, ProgressState.ERROR, outcome.error, "error"))
         else:
-            emit(ProgressEvent(task.component, ProgressState.SUCCESS, outcome.summary(), "done"))
+            summary = outcome.summary(deleting=task.type is TaskType.DELETE)
+            emit(ProgressEvent(task.component, ProgressState.SUCCESS, summary, "done"))
         return outcome
 
     async def _hook(self, name: str, ctx: ActionContext, phase: Callable[[str], None]) -> bool:

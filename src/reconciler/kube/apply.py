@@ -18,6 +18,7 @@ from reconciler.kube.readiness import READY, readiness
 from reconciler.kube.transform import prepare
 from reconciler.kube.wait import wait_established
 from reconciler.model.kube_object import KubeObject, ObjectKey
+from reconciler.util.text import count
 
 
 @dataclass
@@ -124,10 +125,10 @@ async def apply_objects(
             cluster.warm(new)  # their first custom resources would pay for serving them
     if rest:
         if on_phase:
-            on_phase(f"applying {len(rest)} objects")
+            on_phase(f"applying {count(len(rest), 'object')}")
         await asyncio.gather(*(one(obj) for obj in rest))
     if errors:
         shown = "; ".join(errors[:5])
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-        raise ApplyError(f"{len(errors)} object(s) rejected: {shown}{more}")
+        raise ApplyError(f"{count(len(errors), 'object')} rejected: {shown}{more}")
     return result
