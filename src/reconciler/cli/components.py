@@ -7,6 +7,7 @@ import functools
 import inspect
 import json
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -14,14 +15,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from reconciler.charts import yamlio
 from reconciler.charts.render import Capabilities
 from reconciler.charts.sources import ChartCache
 from reconciler.charts.values import read_values_file
 from reconciler.charts.workspace import Workspace
-from reconciler.cli.errors import BAD_INPUT, FAILED, err, failures
+from reconciler.cli import summary
+from reconciler.cli.errors import BAD_INPUT, FAILED, INTERRUPTED, err, failures
+from reconciler.cli.summary import LogLines
 from reconciler.core.actions import ActionRegistry
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.deploy import DeployOptions, build_tasks, plan_for, run_component_set
@@ -64,6 +66,14 @@ ValuesFiles = Annotated[
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds per component.")]
 Output = Annotated[str, typer.Option("--output", "-o", help="text | json")]
 Version = Annotated[str, typer.Option("--version", help="Version label for applied objects.")]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Show every warning and log line (by default: a summary at the end).",
+    ),
+]
 
 
 def _overrides(values: list[str], files: list[Path]) -> dict[str, Any]:
@@ -124,6 +134,7 @@ class SetOptions:
     kubeconfig: Path | None = None
     timeout: float = 300.0
     output: str = "text"
+    verbose: bool = False
 
     def run(
         self,
@@ -163,9 +174,10 @@ _OPTIONS: dict[str, Any] = {
     "timeout": Timeout,
     "output": Output,
     "version": Version,
+    "verbose": Verbose,
 }
 SELECTION = ("workspace", "components", "component", "profile", "value", "values", "version")
-ON_CLUSTER = ("kubeconfig", *SELECTION, "timeout", "output")
+ON_CLUSTER = ("kubeconfig", *SELECTION, "timeout", "output", "verbose")
 Command = Callable[..., None]
 
 
@@ -210,28 +222,40 @@ def _run_set(
     force: bool,
     regenerate: bool = False,
 ) -> None:
-    configure_logging(json_lines=True, level="WARNING")
+    output = options.output
+    people = output != "json"
+    logged = LogLines()
+    if people and options.verbose:
+        configure_logging(json_lines=False, level="INFO")
+    elif people:
+        configure_logging(level="WARNING", sink=logged)
+    else:
+        configure_logging(json_lines=True, level="WARNING")
     token = uuid.uuid4().hex if regenerate else ""  # a new token: regenerate this time
     run = options.run(task_type, wait=wait, force=force, regenerate=token)
     plan, tasks = run.plan, run.tasks
-    output = options.output
-    mode = "quiet" if output == "json" else ("live" if sys.stderr.isatty() else "lines")
+    mode = "live" if people and sys.stderr.isatty() else ("lines" if people else "quiet")
     from reconciler.cli.progress import ProgressView
 
     view = ProgressView(plan.names(), err, mode)
 
     async def go() -> tuple[dict[str, Any], dict[str, Any]]:
         async with await Cluster.connect(options.kubeconfig) as cluster:
-            with view:
-                return await run_component_set(
-                    cluster, _reconciler(), plan, tasks, report=view.event
-                )
+            return await run_component_set(cluster, _reconciler(), plan, tasks, report=view.event)
 
+    started = time.monotonic()
     with failures():
-        results, outcomes = asyncio.run(go())
-    for name, result in results.items():
-        if result.state is StepState.SKIPPED:
-            view.skipped(name, result.detail)
+        try:
+            with view:
+                results, outcomes = asyncio.run(go())
+                for name, result in results.items():
+                    if result.state is StepState.SKIPPED:
+                        view.skipped(name, result.detail)
+        except KeyboardInterrupt:
+            stopped = view.interrupted()
+            if people:
+                summary.interrupted(err, stopped)
+            raise typer.Exit(INTERRUPTED) from None
     ok = all(r.state is StepState.DONE for r in results.values())
     if output == "json":
         typer.echo(
@@ -257,18 +281,16 @@ def _run_set(
             )
         )
     else:
-        for name in plan.names():
-            outcome = outcomes.get(name)
-            if outcome and outcome.error:
-                err.print(f"[red]✗[/] {escape(outcome.error)}", highlight=False, soft_wrap=True)
-            elif (
-                outcome
-                and outcome.changed
-                and len(outcome.changed) < outcome.applied  # not a fresh install: say what
-                and task_type is TaskType.RECONCILE
-            ):
-                shown = ", ".join(str(k) for k in outcome.changed[:5])
-                err.print(f"{name}: changed {shown}", highlight=False, markup=False, soft_wrap=True)
+        summary.tell(
+            err,
+            plan.names(),
+            results,
+            outcomes,
+            deleting=task_type is TaskType.DELETE,
+            seconds=time.monotonic() - started,
+            logged=logged,
+            verbose=options.verbose,
+        )
     if not ok:
         raise typer.Exit(FAILED)
 

@@ -2,8 +2,8 @@
 
 Exit codes, for every command: 0 done; 1 failed while doing it (a component failed, a cluster,
 apiserver or service unreachable or refusing); 2 bad input (options, files, values, settings):
-nothing was attempted. Commands read their input inside `failures(BAD_INPUT)` and act inside
-`failures()`; anything else they refuse goes through `fail`.
+nothing was attempted; 130 interrupted (Ctrl-C). Commands read their input inside
+`failures(BAD_INPUT)` and act inside `failures()`; anything else they refuse goes through `fail`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from reconciler.errors import ReconcilerError
 
 FAILED = 1
 BAD_INPUT = 2
+INTERRUPTED = 130
+"""Ctrl-C, as shells report a command ended by SIGINT."""
 err = Console(stderr=True)
 
 

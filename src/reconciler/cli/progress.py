@@ -1,5 +1,10 @@
 """How the CLI shows a component set being reconciled: a live table at a terminal, one line per
-state change otherwise, or nothing but the final JSON with `--output json`."""
+state change otherwise, or nothing but the final JSON with `--output json`.
+
+While it runs, a failed component shows the first line of its error; the whole error is told
+once, in the summary at the end (`Summary`), with the warnings gathered in plain words (every
+one of them with `--verbose`) and one closing line.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +25,16 @@ _STYLE = {
     "error": "red",
     "failed": "yellow",
     "skipped": "yellow",
+    "interrupted": "yellow",
 }
+SHORT = 100
+"""Characters of a message shown while the set runs (the summary at the end has all of it)."""
+
+
+def short(message: str, width: int = SHORT) -> str:
+    """The first line of `message`, cut to `width` characters."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    return first if len(first) <= width else first[: width - 1] + "…"
 
 
 @dataclass
@@ -74,7 +88,7 @@ class ProgressView:
             row.started = time.monotonic()
         previous = row.state
         row.state = event.state.value
-        row.message = event.message
+        row.message = short(event.message)
         if event.state in (ProgressState.SUCCESS, ProgressState.ERROR):
             row.ended = time.monotonic()
         self._changed(event.component, previous)
@@ -83,6 +97,15 @@ class ProgressView:
         row = self.rows.setdefault(component, Row())
         previous, row.state, row.message = row.state, "skipped", reason
         self._changed(component, previous)
+
+    def interrupted(self) -> list[str]:
+        """Mark what was still running as interrupted (Ctrl-C); the names of those."""
+        stopped = [name for name, row in self.rows.items() if row.state == "running"]
+        for name in stopped:
+            row = self.rows[name]
+            previous, row.state, row.ended = row.state, "interrupted", time.monotonic()
+            self._changed(name, previous)
+        return stopped
 
     def _changed(self, component: str, previous: str) -> None:
         row = self.rows[component]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 
 import structlog
 
@@ -35,14 +36,23 @@ def scrub_secrets(
     return scrub.data(event) if scrub else event
 
 
-def configure_logging(*, json_lines: bool = True, level: str = "INFO") -> None:
+LogSink = Callable[[structlog.typing.EventDict], None]
+
+
+def configure_logging(
+    *, json_lines: bool = True, level: str = "INFO", sink: LogSink | None = None
+) -> None:
+    """`sink`: hand every (scrubbed) line to it instead of writing it: a CLI showing people a
+    table gathers its log lines and tells them in plain words at the end."""
     processors: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer()
+        _gather(sink)
+        if sink is not None
+        else structlog.processors.JSONRenderer()
         if json_lines
         else structlog.dev.ConsoleRenderer(
             colors=sys.stderr.isatty(),
@@ -61,6 +71,16 @@ def configure_logging(*, json_lines: bool = True, level: str = "INFO") -> None:
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
+
+
+def _gather(sink: LogSink) -> structlog.types.Processor:
+    def gather(
+        _logger: object, _method: str, event: structlog.typing.EventDict
+    ) -> structlog.typing.EventDict:
+        sink(event)
+        raise structlog.DropEvent
+
+    return gather
 
 
 def get_logger(**context: object) -> structlog.typing.FilteringBoundLogger:
