@@ -219,6 +219,20 @@ def test_unknown_component_is_named(kube_cluster: KubeTarget) -> None:
     assert "unknown component 'no-such-thing'" in result.output
 
 
+def test_a_profile_no_chart_defines_is_refused_naming_those_that_exist(
+    kube_cluster: KubeTarget,
+) -> None:
+    result = invoke(
+        "deploy", "--kubeconfig", str(kube_cluster.kubeconfig), "-w", str(EXAMPLES), "--profile",
+        "prod",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert (
+        "profile 'prod' is defined by no chart of the set; the charts define: evaluation, "
+        "production"
+    ) in result.output
+
+
 def test_invalid_values_file_is_named_with_its_line(
     kube_cluster: KubeTarget, tmp_path: Path
 ) -> None:

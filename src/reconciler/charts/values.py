@@ -41,6 +41,23 @@ def profile_path(chart_dir: Path, profile: str) -> Path | None:
     return None
 
 
+def check_profile(chart_dirs: list[Path], profile: str) -> None:
+    """Refuse a profile that none of `chart_dirs` defines (a typo such as `prod` would else
+    render every chart with its defaults, silently). Only local charts can be asked; with any
+    other source in the set, pass only the local ones and nothing is refused."""
+    if any(profile_path(chart_dir, profile) is not None for chart_dir in chart_dirs):
+        return
+    defined = sorted(
+        {
+            path.stem.removeprefix("profile-")
+            for chart_dir in chart_dirs
+            for path in chart_dir.glob("profile-*.yaml")
+        }
+    )
+    known = f"; the charts define: {', '.join(defined)}" if defined else "; they define none"
+    raise ChartError(f"profile {profile!r} is defined by no chart of the set{known}")
+
+
 def read_values_file(path: Path, *, missing_ok: bool = True) -> dict[str, Any]:
     """A values file as a dict; an empty file (or, with `missing_ok`, a missing one) is `{}`."""
     try:

@@ -12,14 +12,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
 from reconciler.charts import yamlio
 from reconciler.charts.render import Capabilities
 from reconciler.charts.sources import ChartCache
-from reconciler.charts.values import read_values_file
+from reconciler.charts.values import check_profile, read_values_file
 from reconciler.charts.workspace import Workspace
 from reconciler.cli import summary
 from reconciler.cli.errors import BAD_INPUT, FAILED, INTERRUPTED, err, failures
@@ -55,16 +55,36 @@ ComponentsFile = Annotated[
     Path | None, typer.Option("--components", help="Component set file (default: workspace's).")
 ]
 Only = Annotated[list[str] | None, typer.Option("--component", "-c", help="Only these components.")]
-Profile = Annotated[str | None, typer.Option("--profile", help="evaluation | production")]
+Profile = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        metavar="NAME",
+        help="Values profile the charts define (profile-NAME.yaml), e.g. evaluation or "
+        "production; one no chart defines is refused.",
+    ),
+]
 Values = Annotated[
     list[str] | None,
-    typer.Option("--value", help="Override KEY=VALUE; COMPONENT.KEY for one component."),
+    typer.Option(
+        "--value",
+        metavar="KEY=VALUE",
+        help="Override a value (repeatable); COMPONENT.KEY=VALUE for one component.",
+    ),
 ]
 ValuesFiles = Annotated[
-    list[Path] | None, typer.Option("--values", "-f", help="YAML file of overrides.")
+    list[Path] | None,
+    typer.Option("--values", "-f", metavar="FILE", help="YAML file of overrides (repeatable)."),
 ]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds per component.")]
-Output = Annotated[str, typer.Option("--output", "-o", help="text | json")]
+Output = Annotated[
+    Literal["text", "json"],
+    typer.Option(
+        "--output",
+        "-o",
+        help="text: progress and a summary for people (stderr); json: one JSON summary (stdout).",
+    ),
+]
 Version = Annotated[str, typer.Option("--version", help="Version label for applied objects.")]
 Verbose = Annotated[
     bool,
@@ -107,6 +127,14 @@ def _selection(
     return ws, component_set, with_crds
 
 
+def _check_profile(ws: Workspace, component_set: ComponentSet, profile: str) -> None:
+    """A profile no local chart of the set defines is a typo, unless a chart comes from
+    elsewhere (a URL, a registry), which only its render can ask."""
+    sources = [ws.chart_source(spec) for spec in component_set.all()]
+    if sources and all(Path(source).is_dir() for source in sources):
+        check_profile([Path(source) for source in sources], profile)
+
+
 def _reconciler() -> ComponentReconciler:
     provider = HelmChartProvider(ChartCache(cache_dir() / "charts"))
     return ComponentReconciler(provider, ActionRegistry.from_entry_points())
@@ -133,7 +161,7 @@ class SetOptions:
     version: str = "local"
     kubeconfig: Path | None = None
     timeout: float = 300.0
-    output: str = "text"
+    output: Literal["text", "json"] = "text"
     verbose: bool = False
 
     def run(
@@ -159,6 +187,8 @@ class SetOptions:
                 force=force,
                 regenerate=regenerate,
             )
+            if self.profile:
+                _check_profile(ws, component_set, self.profile)
             tasks = build_tasks(ws, component_set, task_type, settings)
         return Run(tasks, plan_for(component_set, task_type, settings))
 
@@ -326,8 +356,23 @@ def delete(options: SetOptions) -> None:
 @set_command(*SELECTION)
 def template(
     options: SetOptions,
-    kube_version: Annotated[str, typer.Option("--kube-version")] = "v1.20.2",
-    api_versions: Annotated[list[str] | None, typer.Option("--api-versions")] = None,
+    kube_version: Annotated[
+        str,
+        typer.Option(
+            "--kube-version",
+            metavar="VERSION",
+            help="Kubernetes version the charts see as .Capabilities.KubeVersion (e.g. v1.30.0).",
+        ),
+    ] = "v1.20.2",
+    api_versions: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--api-versions",
+            metavar="GROUP/VERSION",
+            help="An API version the charts see in .Capabilities.APIVersions beside the "
+            "built-in ones (repeatable), e.g. monitoring.coreos.com/v1.",
+        ),
+    ] = None,
 ) -> None:
     """Print the manifests the components render to (no cluster needed)."""
     run = options.run(TaskType.RECONCILE)

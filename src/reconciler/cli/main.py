@@ -27,6 +27,7 @@ from typer.core import TyperCommand, TyperGroup
 if TYPE_CHECKING:
     from typer import _click
 
+from reconciler.cli.helptext import readable
 from reconciler.version import __version__
 
 
@@ -106,6 +107,7 @@ def load_command(name: str) -> _click.Command:
         single.command(name=name)(target)
         command = typer.main.get_command(single)
     command.name = name
+    readable(command)
     return command
 
 
@@ -164,6 +166,7 @@ class LazyGroup(TyperGroup):
         return super().get_command(ctx, cmd_name)
 
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        readable(self, recurse=False)  # its commands are made readable as they load
         ctx.meta[_LISTING] = True
         try:
             super().format_help(ctx, formatter)
