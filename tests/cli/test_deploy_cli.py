@@ -187,6 +187,41 @@ def test_missing_kubeconfig_is_named(tmp_path: Path) -> None:
     assert "does not exist" in result.output
 
 
+def test_no_kubeconfig_anywhere_says_how_to_give_one(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["deploy", "-w", str(EXAMPLES)], env={"KUBECONFIG": None, "HOME": str(tmp_path)}
+    )
+    assert result.exit_code == 1
+    assert "malformed" not in result.output
+    assert "no kubeconfig: pass --kubeconfig PATH or set KUBECONFIG" in result.output
+    assert f"{tmp_path}/.kube/config does not exist" in result.output
+
+
+def test_a_component_without_a_chart_is_bad_input_before_any_cluster_is_asked(
+    tmp_path: Path,
+) -> None:
+    ws = workspace(tmp_path / "ws", {"fine": {"templates": {"cm.yaml": CONFIGMAPS}}})
+    components = ws / "installation" / "resources" / "components.yaml"
+    components.write_text(yaml.safe_dump({"components": [{"name": "fine"}, {"name": "nochart"}]}))
+    dead = tmp_path / "kubeconfig"  # asking this cluster would fail with exit 1
+    dead.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    result = invoke("deploy", "--kubeconfig", str(dead), "-w", str(ws))
+    assert result.exit_code == 2, result.output
+    assert f"no chart for component nochart ({ws}/resources/nochart)" in result.output
+    assert "CRDs" not in result.output
+
+
 def test_malformed_kubeconfig_is_named(tmp_path: Path) -> None:
     bad = tmp_path / "kubeconfig"
     bad.write_text("clusters: [: nope")

@@ -72,6 +72,23 @@ class Workspace:
             return spec.url
         return str(self.root / spec.url)
 
+    def check_local_charts(self, component_set: ComponentSet) -> None:
+        """Refuse a set naming a local chart that is not there, before any cluster is asked
+        (else the first step to read the charts, the `CRDs` step, failed for it)."""
+        missing = [
+            f"{spec.name} ({source})"
+            for spec in component_set.all()
+            if urlsplit(source := self.chart_source(spec)).scheme not in REMOTE_SCHEMES
+            and not Path(source).is_dir()
+            and not Path(source).is_file()  # a packaged chart (.tgz)
+        ]
+        if missing:
+            raise ChartError(
+                f"no chart for component{'s' if len(missing) > 1 else ''} {', '.join(missing)}: "
+                "put it under resources/<name>/ of the workspace, or give its url: in the "
+                "component set"
+            )
+
     def crd_files(self) -> list[Path]:
         """The CRD files that belong to no chart, sorted."""
         return sorted(self.crds_dir.glob("**/*.yaml"))

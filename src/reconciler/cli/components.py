@@ -187,6 +187,7 @@ class SetOptions:
                 force=force,
                 regenerate=regenerate,
             )
+            ws.check_local_charts(component_set)
             if self.profile:
                 _check_profile(ws, component_set, self.profile)
             tasks = build_tasks(ws, component_set, task_type, settings)

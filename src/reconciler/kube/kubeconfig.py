@@ -15,13 +15,19 @@ work on a cluster.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
-from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+from lightkube.config.kubeconfig import (
+    DEFAULT_KUBECONFIG,
+    SERVICE_ACCOUNT,
+    KubeConfig,
+    SingleConfig,
+)
 from lightkube.core.exceptions import ConfigError
 
 from reconciler.errors import KubeconfigError
@@ -108,6 +114,7 @@ def load_kubeconfig(
     """
     try:
         if source is None:
+            _check_environment_has_one()
             config = KubeConfig.from_env()
         elif isinstance(source, Path) or ("\n" not in source and not text):
             path = Path(source).expanduser()
@@ -133,6 +140,22 @@ def load_kubeconfig(
     if single is None or single.cluster is None or not single.cluster.server:
         raise KubeconfigError("kubeconfig has no current context with a cluster server")
     return single
+
+
+def _check_environment_has_one() -> None:
+    """Name what is missing when no kubeconfig was given and the environment has none, in the
+    order lightkube's `from_env` looks (else its error reads as a malformed file)."""
+    if (Path(SERVICE_ACCOUNT) / "token").is_file():
+        return  # in a Pod: its service account
+    configured = os.environ.get("KUBECONFIG")
+    path = Path(configured or DEFAULT_KUBECONFIG).expanduser()
+    if path.is_file():
+        return
+    if configured:
+        raise KubeconfigError(f"kubeconfig file {path} (from KUBECONFIG) does not exist")
+    raise KubeconfigError(
+        f"no kubeconfig: pass --kubeconfig PATH or set KUBECONFIG ({path} does not exist)"
+    )
 
 
 def _under_secret_keys(node: object, inside: bool = False) -> list[str]:
