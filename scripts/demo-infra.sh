@@ -8,7 +8,9 @@ BIN=${BIN:-.venv/bin}
 DEMO_DIR=${DEMO_DIR:-$HOME/.cache/reconciler/dev-cluster}
 SHOOT_DIR="$DEMO_DIR/shoot"
 KCP="$DEMO_DIR/kubeconfig"
-k() { kubectl --kubeconfig "$KCP" "$@"; }
+# the test bed's kubectl (a fresh machine has none on PATH)
+KUBECTL=$("$BIN/python" -c 'from reconciler.paths import find_binary; print(find_binary("kubectl"))')
+k() { "$KUBECTL" --kubeconfig "$KCP" "$@"; }
 
 "$BIN/reconciler" dev-cluster up --dir "$DEMO_DIR"
 "$BIN/reconciler" dev-cluster up --dir "$SHOOT_DIR" --no-kubelet
@@ -52,6 +54,6 @@ k -n kcp-system get secret kubeconfig-demo-runtime --show-labels
 echo "== on the shoot, reached with the Runtime's kubeconfig Secret:"
 k -n kcp-system get secret kubeconfig-demo-runtime -o jsonpath='{.data.config}' | base64 -d \
   > "$DEMO_DIR/demo-runtime.kubeconfig"
-kubectl --kubeconfig "$DEMO_DIR/demo-runtime.kubeconfig" -n kyma-system get configmaps
-kubectl --kubeconfig "$DEMO_DIR/demo-runtime.kubeconfig" get clusterrolebindings -l app=kyma
+"$KUBECTL" --kubeconfig "$DEMO_DIR/demo-runtime.kubeconfig" -n kyma-system get configmaps
+"$KUBECTL" --kubeconfig "$DEMO_DIR/demo-runtime.kubeconfig" get clusterrolebindings -l app=kyma
 echo "Logs: $DEMO_DIR/{gardener,infra,operator}.log   Stop everything with: make demo-down"

@@ -16,8 +16,13 @@ echo "== 1. reconciler deploy: the sample component set, straight from the CLI"
 
 echo "== 2. the mothership on the embedded default, at $URL (log: $DEMO_DIR/mothership.log)"
 if ! curl -fs "$URL/health/live" >/dev/null 2>&1; then
-  # local demo only: authentication explicitly off, bound to 127.0.0.1
+  # a new mothership starts from an empty database: an earlier demo's registered the cluster
+  # that `make demo-down` stopped, and would first reconcile that dead cluster
+  rm -rf "$DEMO_DIR/mothership"
+  # local demo only: authentication explicitly off, bound to 127.0.0.1; the console's Kyma view
+  # reads the demo cluster
   RECONCILER_API_AUTH=none RECONCILER_DATA_DIR="$DEMO_DIR/mothership" \
+    RECONCILER_API_CONSOLE_KUBECONFIG="$DEMO_DIR/kubeconfig" \
     nohup "$BIN/reconciler" mothership serve --workspace examples/kyma-like --port "$PORT" \
     > "$DEMO_DIR/mothership.log" 2>&1 &
   echo $! > "$DEMO_DIR/mothership.pid"
@@ -38,6 +43,7 @@ done
 "$BIN/reconciler" cluster status demo --url "$URL"
 "$BIN/reconciler" reconciliation list --url "$URL"
 echo "Try: $BIN/reconciler cluster history demo --url $URL"
+echo "The admin console: $URL/ui (no sign-in: authentication is off for the demo)"
 
 echo "== 3. operator mode: examples/operator (catalog + Kyma) in namespace kcp-system"
 echo "   (log: $DEMO_DIR/operator.log)"
@@ -66,4 +72,5 @@ echo "modules of kyma demo (name version state):"
   -o jsonpath='{range .status.modules[*]}  {.name} {.version} {.state}{"\n"}{end}'
 "$KUBECTL" -n kyma-system get configmap hello-greeting -o jsonpath='{.data}{"\n"}'
 echo "Try: $KUBECTL --kubeconfig $KUBECONFIG -n kcp-system get kyma demo -o yaml"
+echo "The admin console (fleet, cluster history, the Kyma view): $URL/ui"
 echo "Stop everything with: make demo-down"
