@@ -80,3 +80,35 @@ async def test_separate_metrics_listener_serves_without_a_token(
                 return "rt-separate" in cluster_statuses(response.text)
 
             await poll_until(listed, timeout=30, what="the cluster on the metrics listener")
+
+
+async def test_every_scrape_has_process_build_and_http_series_and_no_created_series(
+    tmp_path: Path, tokens: Tokens
+) -> None:
+    settings = ApiSettings(tokens_file=tokens.path)
+    async with running_api(tmp_path, settings, headers=tokens.header(Role.ADMIN)) as api:
+        await api.client.post("/v1/clusters", json=cluster_body("rt-http"))
+        missing = await api.client.get("/v1/clusters/rt-nobody/status")
+        assert missing.status_code == 404
+
+        async def pool_refreshed() -> str | None:
+            response = await api.client.get("/metrics", headers=tokens.header(Role.VIEWER))
+            return response.text if "reconciler_db_pool_connections{" in response.text else None
+
+        text = await poll_until(pool_refreshed, timeout=30, what="the pool gauges in /metrics")
+
+    assert "process_resident_memory_bytes " in text
+    assert "python_gc_objects_collected_total{" in text
+    assert re.search(r'reconciler_build_info\{python="[^"]+",role="mothership",version="', text)
+    assert re.search(
+        r'reconciler_http_requests_total\{code="404",method="GET",'
+        r'route="/v1/clusters/\{runtimeID\}/status"\} 1\.0',
+        text,
+    ), text
+    assert re.search(
+        r'reconciler_http_requests_total\{code="200",method="POST",route="/v1/clusters"', text
+    )
+    assert 'reconciler_http_request_duration_seconds_bucket{le="0.005",method="GET"' in text
+    assert "_created" not in text
+    overflow = re.search(r'reconciler_db_pool_connections\{kind="overflow"\} (\S+)', text)
+    assert overflow is None or float(overflow.group(1)) >= 0

@@ -30,6 +30,7 @@ from reconciler.api.auth import (
 from reconciler.api.console import mount_console
 from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
 from reconciler.api.errors import ErrorMiddleware, install_error_handlers
+from reconciler.api.http_metrics import HttpMetrics, HttpMetricsMiddleware
 from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware
 from reconciler.api.routes import callbacks, clusters, health, operations, reconciliations
 from reconciler.api.settings import ApiSettings
@@ -151,6 +152,8 @@ def create_app(
     app.add_middleware(AuthMiddleware, routes=routes, auth=auth)
     app.add_middleware(ErrorMiddleware)
     app.add_middleware(AuditMiddleware, routes=routes, audit=audit_log)
+    if metrics is not None:
+        app.add_middleware(HttpMetricsMiddleware, routes=routes, metrics=HttpMetrics.of(metrics))
     _document_without_422(app)
     return app
 

@@ -45,7 +45,9 @@ class MetricsRefresher:
         for kind in ("size", "checkedout", "overflow"):
             reader = getattr(pool, kind, None)
             if callable(reader):
-                self.metrics.db_pool.labels(kind=kind).set(reader())
+                # a queue pool counts its overflow from -size up: only what is beyond is overflow
+                value = max(0, reader()) if kind == "overflow" else reader()
+                self.metrics.db_pool.labels(kind=kind).set(value)
 
     async def run(self, stop: asyncio.Event) -> None:
         await run_every("metrics refresh", self.interval, self.refresh, stop)

@@ -8,12 +8,14 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from reconciler.observability.metrics import process_registry
+
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
 
 class OperatorMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
+        self.registry = registry or process_registry("operator")
         r = self.registry
         self.kyma_state = Gauge(
             "reconciler_operator_kyma_state",

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from reconciler.observability.metrics import process_registry
+
 TASK_BUCKETS = (0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 
 class ServiceMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
+        self.registry = registry or process_registry("component-reconciler")
         r = self.registry
         self.tasks = Counter(
             "reconciler_component_tasks_total",
