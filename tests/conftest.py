@@ -29,6 +29,7 @@ from reconciler.devcluster import kubelet as fake_kubelet
 from reconciler.devcluster.build import build_all
 from reconciler.devcluster.registry import OciRegistry
 from reconciler.kube.client import KubeClient
+from reconciler.observability.logging import reset_standard_logging
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +37,7 @@ def _fresh_logging() -> Iterator[None]:
     """CLI tests configure structlog for their process; give every test the defaults back."""
     yield
     structlog.reset_defaults()
+    reset_standard_logging()
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,10 @@ async def test_each_state_changing_request_is_one_line_and_reads_are_none(
     assert {line["subject"] for line in lines} == {"admin-user"}
     stop = lines[2]
     assert (stop["scheduling_id"], stop["correlation_id"]) == ("sched-1", "corr-1")
-    assert all(
-        set(line)
-        <= {"time", "subject", "action", "runtime_id", "outcome", "scheduling_id", "correlation_id"}
-        for line in lines
-    )
+    fields = {"subject", "action", "runtime_id", "outcome", "scheduling_id", "correlation_id"}
+    schema = {"timestamp", "level", "event", "audit"}  # every log line's, marked by `audit`
+    assert all(schema <= set(line) <= schema | fields for line in lines)
+    assert all(line["audit"] is True and line["event"] == "audit" for line in lines)
 
 
 def test_file_is_rotated_by_size(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import httpx
 from reconciler.devcluster.ports import free_ports
 from reconciler.util.polling import poll_until
 from tests.api.pki import Pair, TestCa
+from tests.helpers.logs import log_lines
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,6 +79,7 @@ async def test_serve_answers_over_mtls_serves_metrics_apart_and_stops_gracefully
     output = log.read_text()
     assert code == 0, output[-4000:]
     assert "mothership stopped" in output
+    assert any(line["event"] == "mothership stopped" for line in log_lines(output))
 
 
 def _context(ca: TestCa, pair: Pair) -> ssl.SSLContext:

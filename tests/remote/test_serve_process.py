@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from reconciler.cli.component import app as component_app
 from reconciler.model.remote import CallbackStatus, RemoteTask
 from reconciler.remote.client import ComponentReconcilerClient, RunStatus
+from tests.helpers.logs import log_lines
 from tests.remote.support import TOKEN, CallbackReceiver, serve_process, task_body
 
 
@@ -54,6 +55,9 @@ async def test_serve_process_runs_a_task_and_reports_running_tasks_on_sigterm(
     assert last.status is CallbackStatus.FAILED
     assert last.error == "component reconciler shutting down"
     assert "component reconciler stopped" in output
+    lines = log_lines(output)  # uvicorn's own lines included: one schema, no access lines
+    assert any(line.get("logger", "").startswith("uvicorn") for line in lines)
+    assert not any("HTTP/1.1" in line["event"] for line in lines)
     assert kubeconfig_text.strip() not in output
     assert "client-key-data" not in output
 

@@ -86,6 +86,8 @@ def serve(
         port=port,
         lifespan="on",
         log_level=log_level,
+        log_config=None,  # uvicorn's lines go through ours (one JSON schema, scrubbed)
+        access_log=False,  # requests are counted by route and code in /metrics instead
         ssl_certfile=settings.cert_file,
         ssl_keyfile=settings.key_file,
         ssl_ca_certs=str(settings.client_ca_file) if settings.client_ca_file else None,

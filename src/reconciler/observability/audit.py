@@ -60,8 +60,11 @@ class AuditEntry:
     """The client address, written for refused requests (they have no subject)."""
 
     def as_json(self) -> str:
-        line: dict[str, Any] = {
-            "time": self.time.isoformat(),
+        line: dict[str, Any] = {  # the schema of every log line, marked by `audit`
+            "timestamp": self.time.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "level": "info",
+            "event": "audit",
+            "audit": True,
             "subject": self.subject,
             "action": self.action,
             "runtime_id": self.runtime_id,

@@ -37,6 +37,8 @@ def scrub_secrets(
 
 
 LogSink = Callable[[structlog.typing.EventDict], None]
+_OURS = "_reconciler_handler"
+_CHATTY = ("httpx", "httpcore")
 
 
 def configure_logging(
@@ -60,6 +62,7 @@ def configure_logging(
             exception_formatter=structlog.dev.plain_traceback,
         )
     )
+    numeric = logging.getLevelName(level.upper())
     structlog.configure(
         processors=[
             *processors,
@@ -67,10 +70,62 @@ def configure_logging(
             scrub_secrets,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
+    _route_standard_logging(numeric, processors, renderer, sink)
+
+
+class _ToSink(logging.Handler):
+    def __init__(self, sink: LogSink) -> None:
+        super().__init__()
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.sink(
+            {"event": record.getMessage(), "level": record.levelname.lower(), "logger": record.name}
+        )
+
+
+def _route_standard_logging(
+    level: int,
+    processors: list[structlog.types.Processor],
+    renderer: structlog.types.Processor,
+    sink: LogSink | None,
+) -> None:
+    """What libraries log through the standard library (uvicorn, kopf, httpx, asyncio) comes out
+    in the same schema as our own lines, scrubbed, at the same level: one handler on the root
+    logger, replacing any earlier one of ours."""
+    handler: logging.Handler
+    if sink is not None:
+        handler = _ToSink(sink)
+    else:
+        handler = logging.StreamHandler(_CurrentStderr())
+        handler.setFormatter(
+            structlog.stdlib.ProcessorFormatter(
+                foreign_pre_chain=[structlog.stdlib.add_logger_name, *processors],
+                processors=[
+                    structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.format_exc_info,
+                    scrub_secrets,
+                    renderer,
+                ],
+            )
+        )
+    setattr(handler, _OURS, True)
+    root = logging.getLogger()
+    root.handlers = [h for h in root.handlers if not getattr(h, _OURS, False)] + [handler]
+    root.setLevel(level)
+    for chatty in _CHATTY:  # a line per HTTP request they make: what metrics are for
+        logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
+
+
+def reset_standard_logging() -> None:
+    """Remove what `configure_logging` did to the standard library's root logger (tests)."""
+    root = logging.getLogger()
+    root.handlers = [h for h in root.handlers if not getattr(h, _OURS, False)]
+    root.setLevel(logging.WARNING)
 
 
 def _gather(sink: LogSink) -> structlog.types.Processor:
