@@ -50,3 +50,7 @@ class ConflictError(ReconcilerError):
 
 class ForbiddenError(ReconcilerError):
     """The caller is known but may not do this (e.g. a callback without the task's secret)."""
+
+
+class DatabaseError(ReconcilerError):
+    """The configured database cannot be used: an unsupported URL, or no connection or login."""

@@ -33,7 +33,7 @@ from reconciler.mothership.workers import WorkerPool
 from reconciler.observability.metrics import Metrics
 from reconciler.store.callback_secrets import CallbackSecrets
 from reconciler.store.crypto import Cipher
-from reconciler.store.db import is_postgres, make_engine, migrate
+from reconciler.store.db import check_reachable, is_postgres, make_engine, migrate
 from reconciler.store.inventory import InventoryRepository
 from reconciler.store.reconciliations import ReconciliationRepository
 
@@ -124,6 +124,7 @@ class Engine:
         self.cleaner = Cleaner(settings, self.repo, self.inventory)
 
     async def start(self) -> Engine:
+        await check_reachable(self.db)
         if self.settings.migrate_on_start:
             await migrate(self.db)
         await self.notifier.start()

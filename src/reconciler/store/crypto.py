@@ -44,7 +44,11 @@ class Cipher:
         """Load the key; with `create`, generate it first when the file does not exist."""
         if not path.exists():
             if not create:
-                raise CryptoError(f"encryption key file {path} does not exist")
+                raise CryptoError(
+                    f"encryption key file {path} does not exist: set encryption_key_file "
+                    "(RECONCILER_ENCRYPTION_KEY_FILE) to the key every instance shares, or make "
+                    f"one with: head -c32 /dev/urandom | base64 > {path}"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:

@@ -17,6 +17,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from reconciler.errors import DatabaseError
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -66,8 +68,55 @@ def _create_private(database: str | None) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
+_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgres": "postgresql+asyncpg",
+    "postgresql": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+}
+_SETTING = "database_url (RECONCILER_DATABASE_URL)"
+
+
+def normalize_url(url: str) -> str:
+    """`url` with the async driver this project uses: `postgres://` and `postgresql://` (as
+    hosting platforms hand them out) become `postgresql+asyncpg://`, `sqlite://`
+    `sqlite+aiosqlite://`; any other scheme is refused by name, never with a traceback."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        raise DatabaseError(
+            f"{_SETTING} is not a database URL (e.g. postgresql+asyncpg://user:password@host:5432/"
+            "db or sqlite+aiosqlite:///path/to/file.db)"
+        ) from None
+    driver = _DRIVERS.get(parsed.drivername)
+    if driver is None:
+        raise DatabaseError(
+            f"{_SETTING}: the scheme {parsed.drivername}:// is not supported; use "
+            "postgresql+asyncpg:// (or postgres://) or sqlite+aiosqlite:///"
+        )
+    return parsed.set(drivername=driver).render_as_string(hide_password=False)
+
+
+async def check_reachable(engine: AsyncEngine) -> None:
+    """Connect once, turning the ways that fails into one line that names the database (never
+    its password) and the setting to check."""
+    where = engine.url.render_as_string(hide_password=True)
+    try:
+        async with engine.connect():
+            pass
+    except (OSError, TimeoutError, sa.exc.DBAPIError) as exc:
+        cause = exc.orig if isinstance(exc, sa.exc.DBAPIError) and exc.orig else exc
+        reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        raise DatabaseError(
+            f"cannot use the database {where}: {reason}; check {_SETTING}"
+        ) from None
+
+
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    """An async engine for `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...`."""
+    """An async engine for `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...` (other
+    spellings of the two normalized, see `normalize_url`)."""
+    url = normalize_url(url)
     if url.startswith("sqlite"):
         _create_private(sa.engine.make_url(url).database)
         # as many connections as PostgreSQL gets: every running operation may hold one for its
