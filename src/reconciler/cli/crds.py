@@ -1,4 +1,6 @@
-"""`install-crds [--print]`, as operator mode and the infrastructure manager both offer it."""
+"""`install-crds [--print]`, as operator mode and the infrastructure manager both offer it, and
+the check their `run` makes first: a control plane without the CRDs is told how to get them
+(else the watches retried 404s every second, or kopf said "Unresolved resources")."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import typer
 import yaml
 
 from reconciler.cli.errors import failures
+from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
 
 PrintOnly = Annotated[
@@ -38,3 +41,30 @@ def print_or_install(
         names = asyncio.run(run())
     for name in names:
         typer.echo(f"installed {name}")
+
+
+class MissingCrdsError(ReconcilerError):
+    """The control plane lacks CRDs a long-running command needs."""
+
+
+async def require_crds(cluster: Cluster, crds: list[dict[str, Any]], command: str) -> None:
+    """Raise naming every CRD of `crds` the cluster does not have, and `command` to install
+    them."""
+    missing = [
+        crd["metadata"]["name"]
+        for crd in crds
+        if await cluster.get(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": crd["metadata"]["name"]},
+            }
+        )
+        is None
+    ]
+    if missing:
+        raise MissingCrdsError(
+            f"the control plane lacks the CRD{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)}: install them with `reconciler {command} --kubeconfig "
+            "KUBECONFIG` (or the chart, docs/deploy.md), then start again"
+        )

@@ -11,7 +11,7 @@ import typer
 from prometheus_client import start_http_server
 from pydantic import ValidationError
 
-from reconciler.cli.crds import PrintOnly, print_or_install
+from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
 from reconciler.cli.errors import BAD_INPUT, fail, failures
 from reconciler.cli.signals import stop_within
 from reconciler.infra.crds import all_crds
@@ -82,6 +82,7 @@ def run(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop_within, stop, settings.stop_timeout)
         async with await Cluster.connect(kubeconfig) as cluster, garden:
+            await require_crds(cluster, all_crds(), "infra install-crds")
             manager = InfraManager(cluster, garden, settings)
             if metrics_port is not None:
                 start_http_server(metrics_port, metrics_host, registry=manager.metrics.registry)

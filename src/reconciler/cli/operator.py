@@ -13,7 +13,7 @@ from prometheus_client import start_http_server
 
 from reconciler.charts.sources import ChartCache
 from reconciler.cli import watcher
-from reconciler.cli.crds import PrintOnly, print_or_install
+from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
 from reconciler.cli.signals import stop_within
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
@@ -78,6 +78,7 @@ def run(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop_within, stop, settings.stop_timeout)
         async with await Cluster.connect(kubeconfig) as cluster:
+            await require_crds(cluster, all_crds(), "operator install-crds")
             operator = Operator(cluster, ChartCache(cache_dir() / "charts"), settings)
             if metrics_port is not None:
                 start_http_server(metrics_port, metrics_host, registry=operator.metrics.registry)

@@ -38,7 +38,7 @@ def scrub_secrets(
 
 LogSink = Callable[[structlog.typing.EventDict], None]
 _OURS = "_reconciler_handler"
-_CHATTY = ("httpx", "httpcore")
+_CHATTY = ("httpx", "httpx2", "httpcore")
 
 
 def configure_logging(
