@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reconciler.model.lifecycle import KYMA_NAME, MANIFEST_FINALIZER
 from reconciler.operator.fleet import FleetIndex
-from reconciler.operator.resources import KYMA_NAME, MANIFEST_FINALIZER
 from reconciler.operator.runtime import _essence as essence
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
+from reconciler.model.lifecycle import API_VERSION, SYNC
 from reconciler.operator.control import ControlPlane
 from reconciler.operator.events import RemoteEvent
 from reconciler.operator.forward import WATCHED_AT, EventForwarder
 from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION, SYNC
 from reconciler.operator.runtime import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.shards import ShardSettings, shard_of

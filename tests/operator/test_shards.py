@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 
 from reconciler.kube.cluster import Cluster
+from reconciler.model.lifecycle import API_VERSION, SYNC
 from reconciler.operator.control import ControlPlane
 from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION, SYNC
 from reconciler.operator.shards import ShardGate, ShardSettings, shard_of
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget

@@ -13,7 +13,11 @@ import base64
 import datetime as dt
 from typing import Any
 
-from reconciler.infra.resources import (
+from reconciler.infra.states import EXPIRES_AT
+from reconciler.kube.client import KubeApiError
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.finalizers import finalizer_patch
+from reconciler.model.infrastructure import (
     API_VERSION,
     CLUSTER_NAME,
     COPIED_LABEL_PREFIXES,
@@ -26,10 +30,6 @@ from reconciler.infra.resources import (
     RUNTIME_ID,
     SHOOT_NAME,
 )
-from reconciler.infra.states import EXPIRES_AT
-from reconciler.kube.client import KubeApiError
-from reconciler.kube.cluster import Cluster
-from reconciler.kube.finalizers import finalizer_patch
 
 Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"

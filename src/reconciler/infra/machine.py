@@ -20,12 +20,6 @@ from reconciler.errors import ReconcilerError
 from reconciler.infra.gardener import Gardener, GardenerError
 from reconciler.infra.kubeconfigs import Kubeconfigs
 from reconciler.infra.metrics import InfraMetrics
-from reconciler.infra.resources import (
-    FINALIZER,
-    ConditionType,
-    RuntimeSpec,
-    State,
-)
 from reconciler.infra.settings import InfraSettings
 from reconciler.infra.shoot import shoot_for
 from reconciler.infra.shootconfig import configure_administrators, configure_oidc
@@ -40,6 +34,12 @@ from reconciler.infra.states import (
 from reconciler.kube.client import KubeApiError, KubeClient
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.workqueue import Backoff
+from reconciler.model.infrastructure import (
+    FINALIZER,
+    ConditionType,
+    RuntimeSpec,
+    State,
+)
 from reconciler.observability.logging import get_logger
 from reconciler.util.clock import Clock, utcnow
 

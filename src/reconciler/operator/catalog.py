@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
-from reconciler.operator.resources import (
+from reconciler.model.lifecycle import (
     GROUP,
     MODULE_NAME,
     Manager,

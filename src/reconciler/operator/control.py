@@ -12,7 +12,7 @@ from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
 from reconciler.kube.finalizers import finalizer_patch
-from reconciler.operator.resources import API_VERSION, FIELD_MANAGER
+from reconciler.model.lifecycle import API_VERSION, FIELD_MANAGER
 
 MERGE_PATCH = "application/merge-patch+json"
 Body = dict[str, Any]

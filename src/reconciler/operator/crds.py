@@ -1,5 +1,6 @@
-"""CustomResourceDefinitions generated from the models in `resources.py` (the generic part,
-pydantic's JSON schema made structural, is `kube/crdgen.py`)."""
+"""CustomResourceDefinitions generated from the models in `model/lifecycle.py` and
+`model/module_sync.py` (the generic part, pydantic's JSON schema made structural, is
+`kube/crdgen.py`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 
 from reconciler.kube.crdgen import AGE_COLUMN
 from reconciler.kube.crdgen import crd as generated
-from reconciler.operator.resources import GROUP, KINDS, VERSION, Kind
-from reconciler.operator.sync_kinds import SYNC_KINDS
+from reconciler.model.lifecycle import GROUP, KINDS, VERSION, Kind
+from reconciler.model.module_sync import SYNC_KINDS
 
 __all__ = ["all_crds", "crd"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from reconciler.charts.render import SdkRenderer
 from reconciler.kube.cluster import Cluster
+from reconciler.model.lifecycle import FIELD_MANAGER
 from reconciler.operator.crds import all_crds
 from reconciler.operator.install import install_crds
-from reconciler.operator.resources import FIELD_MANAGER
 from reconciler.paths import deploy_chart
 
 RELEASE = "reconciler"

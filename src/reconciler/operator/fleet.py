@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from reconciler.operator.resources import KYMA_NAME
+from reconciler.model.lifecycle import KYMA_NAME
 
 Body = dict[str, Any]
 KymaKey = tuple[str, str]

@@ -16,9 +16,9 @@ import datetime as dt
 import time
 
 from reconciler.kube.client import KubeApiError
+from reconciler.model.lifecycle import GROUP
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
-from reconciler.operator.resources import GROUP
 
 WATCHED_AT = f"{GROUP}/watched-at"
 """Kyma annotation: when a watcher last reported a change of its remote cluster."""

@@ -18,12 +18,7 @@ from pydantic import ValidationError
 from reconciler.errors import ReconcilerError
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.workqueue import Backoff
-from reconciler.observability.logging import get_logger
-from reconciler.operator.catalog import CatalogError, Resolved, resolve, version_key
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.fleet import FleetIndex
-from reconciler.operator.metrics import OperatorMetrics
-from reconciler.operator.resources import (
+from reconciler.model.lifecycle import (
     API_VERSION,
     CHANNEL,
     KYMA_FINALIZER,
@@ -39,6 +34,11 @@ from reconciler.operator.resources import (
     Module,
     State,
 )
+from reconciler.observability.logging import get_logger
+from reconciler.operator.catalog import CatalogError, Resolved, resolve, version_key
+from reconciler.operator.control import Body, ControlPlane
+from reconciler.operator.fleet import FleetIndex
+from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.status import aggregate, last_operation
 

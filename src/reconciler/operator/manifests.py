@@ -23,12 +23,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.kube.readiness import WATCHED_KINDS, readiness
 from reconciler.kube.workqueue import Backoff
 from reconciler.model.kube_object import KubeObject
-from reconciler.model.task import Task, TaskType
-from reconciler.observability.logging import get_logger
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.drift import DriftWatch, Kind
-from reconciler.operator.metrics import OperatorMetrics
-from reconciler.operator.resources import (
+from reconciler.model.lifecycle import (
     FIELD_MANAGER,
     KYMA_NAME,
     MANIFEST_FINALIZER,
@@ -39,6 +34,11 @@ from reconciler.operator.resources import (
     State,
     SyncedObject,
 )
+from reconciler.model.task import Task, TaskType
+from reconciler.observability.logging import get_logger
+from reconciler.operator.control import Body, ControlPlane
+from reconciler.operator.drift import DriftWatch, Kind
+from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered
 from reconciler.operator.sources import ModuleSources, install_link

@@ -15,9 +15,7 @@ from typing import Any
 
 from reconciler.errors import ApplyError
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.drift import Kind
-from reconciler.operator.resources import (
+from reconciler.model.lifecycle import (
     API_VERSION,
     GROUP,
     KYMA_NAME,
@@ -25,6 +23,8 @@ from reconciler.operator.resources import (
     MANAGER,
     MODULE_NAME,
 )
+from reconciler.operator.control import Body, ControlPlane
+from reconciler.operator.drift import Kind
 
 MODULE_CONFIG_MANAGER = f"{GROUP}/module-config"
 

@@ -10,9 +10,7 @@ cannot pick what the Kyma would then be refused.
 
 from __future__ import annotations
 
-from reconciler.operator.catalog import CatalogError, resolve
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.resources import (
+from reconciler.model.lifecycle import (
     API_VERSION,
     MANAGED_BY,
     MANAGER,
@@ -20,6 +18,8 @@ from reconciler.operator.resources import (
     KymaSpec,
     Module,
 )
+from reconciler.operator.catalog import CatalogError, resolve
+from reconciler.operator.control import Body, ControlPlane
 
 REMOTE_NAMESPACE = "kyma-system"
 OURS = f"{MANAGED_BY}={MANAGER}"

@@ -20,16 +20,7 @@ from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.wait import wait_ready
 from reconciler.kube.workqueue import Backoff
-from reconciler.observability.logging import get_logger
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.crds import crd
-from reconciler.operator.drift import Kind
-from reconciler.operator.fleet import FleetIndex
-from reconciler.operator.module_configs import ModuleConfigs
-from reconciler.operator.remote_catalog import REMOTE_NAMESPACE, remove_catalog, sync_catalog
-from reconciler.operator.remote_merge import REMOTE_MODULES, merge, remote_names, valid_entries
-from reconciler.operator.remote_watch import RemoteWatch
-from reconciler.operator.resources import (
+from reconciler.model.lifecycle import (
     API_VERSION,
     FIELD_MANAGER,
     GROUP,
@@ -42,6 +33,15 @@ from reconciler.operator.resources import (
     KymaKind,
     ModuleTemplateKind,
 )
+from reconciler.observability.logging import get_logger
+from reconciler.operator.control import Body, ControlPlane
+from reconciler.operator.crds import crd
+from reconciler.operator.drift import Kind
+from reconciler.operator.fleet import FleetIndex
+from reconciler.operator.module_configs import ModuleConfigs
+from reconciler.operator.remote_catalog import REMOTE_NAMESPACE, remove_catalog, sync_catalog
+from reconciler.operator.remote_merge import REMOTE_MODULES, merge, remote_names, valid_entries
+from reconciler.operator.remote_watch import RemoteWatch
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered
 from reconciler.operator.targets import TargetClusters, TargetMissing

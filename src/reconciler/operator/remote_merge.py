@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from reconciler.operator.resources import GROUP, Module
+from reconciler.model.lifecycle import GROUP, Module
 from reconciler.operator.status import invalid
 
 REMOTE_MODULES = f"{GROUP}/remote-modules"

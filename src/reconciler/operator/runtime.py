@@ -22,6 +22,13 @@ from reconciler.errors import ReconcilerError
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.workqueue import WorkQueue
+from reconciler.model.lifecycle import (
+    GROUP,
+    KYMA_FINALIZER,
+    KYMA_NAME,
+    MANIFEST_FINALIZER,
+    VERSION,
+)
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
 from reconciler.operator.drift import DriftWatch
@@ -34,13 +41,6 @@ from reconciler.operator.manifests import ManifestController
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.remote_kyma import REMOTE_FINALIZER, RemoteSync
 from reconciler.operator.remote_watch import RemoteWatch
-from reconciler.operator.resources import (
-    GROUP,
-    KYMA_FINALIZER,
-    KYMA_NAME,
-    MANIFEST_FINALIZER,
-    VERSION,
-)
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered, SettledRuns
 from reconciler.operator.shards import ShardGate, ShardSettings

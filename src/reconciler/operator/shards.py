@@ -38,9 +38,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from reconciler.errors import ReconcilerError, WaitTimeout
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
+from reconciler.model.lifecycle import GROUP, KYMA_NAME
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
-from reconciler.operator.resources import GROUP, KYMA_NAME
 from reconciler.util.polling import poll_until
 
 GROUP_LABEL = f"{GROUP}/shard-group"

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from reconciler.operator.resources import State
+from reconciler.model.lifecycle import State
 
 PRECEDENCE = (State.ERROR, State.WARNING, State.PROCESSING, State.DELETING)
 

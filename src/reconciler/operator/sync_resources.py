@@ -26,14 +26,14 @@ from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.workqueue import Backoff
 from reconciler.model.kube_object import KubeObject
+from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC, State
+from reconciler.model.module_sync import SyncResourceSpec
 from reconciler.model.task import Task, TaskType
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import Body, ControlPlane
 from reconciler.operator.drift import DriftWatch
-from reconciler.operator.resources import GROUP, SKIP_RECONCILIATION, SYNC, State
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.status import invalid, last_operation
-from reconciler.operator.sync_kinds import SyncResourceSpec
 from reconciler.operator.sync_validation import SyncContentError, check_objects
 from reconciler.operator.targets import TargetClusters, TargetMissing
 from reconciler.version import __version__

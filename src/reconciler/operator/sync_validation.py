@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from reconciler.model.kube_object import KubeObject
-from reconciler.operator.resources import GROUP
+from reconciler.model.lifecycle import GROUP
 
 MAX_OBJECTS = 100
 MAX_OBJECT_BYTES = 128 * 1024

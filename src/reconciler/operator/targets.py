@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
+from reconciler.model.lifecycle import KYMA_NAME
 from reconciler.operator.control import Body, ControlPlane
 from reconciler.operator.fleet import FleetIndex
-from reconciler.operator.resources import KYMA_NAME
 
 
 class TargetError(ReconcilerError):

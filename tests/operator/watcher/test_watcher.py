@@ -23,8 +23,8 @@ from cryptography import x509
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
+from reconciler.model.lifecycle import API_VERSION
 from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION
 from reconciler.operator.runtime import Operator
 from reconciler.operator.watcher.ca import KeyPair
 from reconciler.operator.watcher.listener import RUNTIME_ID

@@ -22,9 +22,9 @@ from reconciler.errors import ReconcilerError
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
+from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC
 from reconciler.observability.logging import get_logger
 from reconciler.operator.control import ControlPlane
-from reconciler.operator.resources import GROUP, SKIP_RECONCILIATION, SYNC
 from reconciler.operator.targets import TargetClusters, TargetMissing
 from reconciler.operator.watcher.ca import CertificateAuthority, KeyPair
 from reconciler.operator.watcher.listener import runtime_of

@@ -13,8 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from reconciler.model.lifecycle import PRESERVE, Kind, LastOperation, State, TrackingObject
 from reconciler.model.resource import ResourceModel
-from reconciler.operator.resources import PRESERVE, Kind, LastOperation, State, TrackingObject
 
 
 class ModuleConfigSpec(ResourceModel):
