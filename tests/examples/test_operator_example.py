@@ -16,8 +16,8 @@ from reconciler.model.lifecycle import (
     ModuleReleaseMetaSpec,
     ModuleTemplateSpec,
 )
-from reconciler.operator.install import install_crds
-from reconciler.operator.runtime import Operator
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget

@@ -14,7 +14,7 @@ import pytest
 
 from reconciler.devcluster.registry import OciRegistry
 from reconciler.errors import ChartError
-from reconciler.operator.layers import RawManifestLayers
+from reconciler.operator.catalog.layers import RawManifestLayers
 from tests.charts.support import FIXTURE_CHARTS
 from tests.helpers.oci import push_chart, push_layer
 

@@ -17,9 +17,9 @@ import httpx
 
 from reconciler.kube.cluster import Cluster
 from reconciler.model.lifecycle import API_VERSION, SYNC
-from reconciler.operator.control import ControlPlane
-from reconciler.operator.install import install_crds
-from reconciler.operator.shards import ShardGate, ShardSettings, shard_of
+from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.shards import ShardGate, ShardSettings, shard_of
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.operator import modules

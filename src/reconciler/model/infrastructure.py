@@ -1,5 +1,5 @@
 """The infrastructure manager's resources as pydantic models: the one source of the CRDs we install
-(`crds.py`) and of how the state machine reads them.
+(`infra/crds.py`) and of how the state machine reads them.
 
 Names, states, conditions, labels and annotations are those of Kyma's infrastructure manager
 (group `infrastructuremanager.kyma-project.io`, version `v1`), so existing Runtimes work

@@ -1,5 +1,5 @@
 """The lifecycle manager's resources as pydantic models: the one source of the CRDs we install
-(`crds.py`) and of how the controllers read and write them.
+(`operator/clusters/crds.py`) and of how the controllers read and write them.
 
 Field names, states, labels and finalizers are those of Kyma's lifecycle manager (group
 `operator.kyma-project.io`, version `v1beta2`), so existing resources work unchanged. Unknown

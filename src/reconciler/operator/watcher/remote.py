@@ -24,8 +24,8 @@ from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
 from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC
 from reconciler.observability.logging import get_logger
-from reconciler.operator.control import ControlPlane
-from reconciler.operator.targets import TargetClusters, TargetMissing
+from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.targets import TargetClusters, TargetMissing
 from reconciler.operator.watcher.ca import CertificateAuthority, KeyPair
 from reconciler.operator.watcher.listener import runtime_of
 from reconciler.operator.watcher.settings import WatcherSettings

@@ -30,24 +30,24 @@ from reconciler.model.lifecycle import (
     VERSION,
 )
 from reconciler.observability.logging import get_logger
-from reconciler.operator.control import ControlPlane
-from reconciler.operator.drift import DriftWatch
-from reconciler.operator.events import RemoteEvent, RemoteEvents
-from reconciler.operator.fleet import FleetIndex
-from reconciler.operator.forward import WATCHED_AT, EventForwarder
-from reconciler.operator.kopf_thread import Callback, KopfThread, Watched
-from reconciler.operator.kymas import KymaController
-from reconciler.operator.manifests import ManifestController
+from reconciler.operator.catalog.sources import ModuleSources
+from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.drift import DriftWatch
+from reconciler.operator.clusters.fleet import FleetIndex
+from reconciler.operator.clusters.remote_watch import RemoteWatch
+from reconciler.operator.clusters.targets import TargetClusters
+from reconciler.operator.controllers.kymas import KymaController
+from reconciler.operator.controllers.manifests import ManifestController
+from reconciler.operator.controllers.remote_kyma import REMOTE_FINALIZER, RemoteSync
+from reconciler.operator.controllers.sync_resources import SYNC_FINALIZER, SyncResourceController
 from reconciler.operator.metrics import OperatorMetrics
-from reconciler.operator.remote_kyma import REMOTE_FINALIZER, RemoteSync
-from reconciler.operator.remote_watch import RemoteWatch
+from reconciler.operator.runtime.forward import WATCHED_AT, EventForwarder
+from reconciler.operator.runtime.kopf_thread import Callback, KopfThread, Watched
+from reconciler.operator.runtime.shards import ShardGate, ShardSettings
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered, SettledRuns
-from reconciler.operator.shards import ShardGate, ShardSettings
-from reconciler.operator.sources import ModuleSources
-from reconciler.operator.sync_resources import SYNC_FINALIZER, SyncResourceController
-from reconciler.operator.targets import TargetClusters
 from reconciler.operator.watcher.ca import CertificateAuthority
+from reconciler.operator.watcher.events import RemoteEvent, RemoteEvents
 from reconciler.operator.watcher.listener import Listener
 from reconciler.operator.watcher.remote import RemoteWatchers
 from reconciler.operator.watcher.settings import WatcherSettings
@@ -80,7 +80,7 @@ class Controller(Protocol):
 def _essence(body: Body) -> tuple[Any, ...]:
     """What of an object a controller reacts to: not its status, and not our own finalizer
     (the controller's first run adds it; the echo would cost every new object a second run),
-    but a watcher event another process recorded on a Kyma (`operator/forward.py`)."""
+    but a watcher event another process recorded on a Kyma (`operator/runtime/forward.py`)."""
     meta = body.get("metadata", {})
     return (
         meta.get("generation"),
@@ -331,7 +331,7 @@ class Operator:
         ready: asyncio.Event | None = None,
     ) -> None:
         """Run until `stop` is set (or cancelled); kopf watches from its own thread
-        (`operator/kopf_thread.py`), stopped within `stop_timeout`."""
+        (`operator/runtime/kopf_thread.py`), stopped within `stop_timeout`."""
         if self.watcher.enabled:  # before any Kyma is handled: each gets its watcher
             ca = await CertificateAuthority.load_or_create(
                 self.control.cluster, self.watcher.ca_namespace, self.watcher.ca_secret

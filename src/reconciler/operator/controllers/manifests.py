@@ -36,14 +36,14 @@ from reconciler.model.lifecycle import (
 )
 from reconciler.model.task import Task, TaskType
 from reconciler.observability.logging import get_logger
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.drift import DriftWatch, Kind
+from reconciler.operator.catalog.sources import ModuleSources, install_link
+from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.drift import DriftWatch, Kind
+from reconciler.operator.clusters.targets import TargetClusters, TargetError, TargetMissing
+from reconciler.operator.controllers.status import invalid, last_operation
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered
-from reconciler.operator.sources import ModuleSources, install_link
-from reconciler.operator.status import invalid, last_operation
-from reconciler.operator.targets import TargetClusters, TargetError, TargetMissing
 
 MAX_NAMED = 5
 

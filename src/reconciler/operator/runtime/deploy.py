@@ -16,8 +16,8 @@ from typing import Any
 from reconciler.charts.render import SdkRenderer
 from reconciler.kube.cluster import Cluster
 from reconciler.model.lifecycle import FIELD_MANAGER
-from reconciler.operator.crds import all_crds
-from reconciler.operator.install import install_crds
+from reconciler.operator.clusters.crds import all_crds
+from reconciler.operator.clusters.install import install_crds
 from reconciler.paths import deploy_chart
 
 RELEASE = "reconciler"

@@ -18,8 +18,8 @@ from reconciler.model.lifecycle import (
     KymaSpec,
     Module,
 )
-from reconciler.operator.catalog import CatalogError, resolve
-from reconciler.operator.control import Body, ControlPlane
+from reconciler.operator.catalog.resolve import CatalogError, resolve
+from reconciler.operator.clusters.control import Body, ControlPlane
 
 REMOTE_NAMESPACE = "kyma-system"
 OURS = f"{MANAGED_BY}={MANAGER}"

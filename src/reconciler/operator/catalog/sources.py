@@ -24,7 +24,7 @@ from reconciler.core.charts import ChartProvider
 from reconciler.errors import ChartError
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.task import Task
-from reconciler.operator.layers import RawManifestLayers
+from reconciler.operator.catalog.layers import RawManifestLayers
 from reconciler.version import __version__
 
 MAX_MANIFEST_BYTES = 32 * 1024 * 1024

@@ -31,7 +31,7 @@ from reconciler.model.lifecycle import (
     ModuleReleaseMetaSpec,
     ModuleTemplateSpec,
 )
-from reconciler.operator.sources import descriptor_source
+from reconciler.operator.catalog.sources import descriptor_source
 
 SOURCE_KINDS = {"chart": "helm-chart", "rawManifest": "raw-manifest"}
 BETA = f"{GROUP}/beta"

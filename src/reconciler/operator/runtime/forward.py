@@ -18,7 +18,7 @@ import time
 from reconciler.kube.client import KubeApiError
 from reconciler.model.lifecycle import GROUP
 from reconciler.observability.logging import get_logger
-from reconciler.operator.control import ControlPlane
+from reconciler.operator.clusters.control import ControlPlane
 
 WATCHED_AT = f"{GROUP}/watched-at"
 """Kyma annotation: when a watcher last reported a change of its remote cluster."""

@@ -1,6 +1,6 @@
 """Changes reported from remote clusters, handed to whoever in the operator cares.
 
-The watcher's listener (`operator/listener.py`) turns each verified `POST /v2/<manager>/event`
+The listener (`watcher/listener.py`) turns each verified `POST /v2/<manager>/event`
 into one `RemoteEvent` and publishes it here; the Kyma controller subscribes (it enqueues the
 Kyma at once), and so may any other part (the module resource sync copies the watched custom
 resource). Publishing never waits for a handler: synchronous handlers run inline and must be

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.model.lifecycle import GROUP, Module
-from reconciler.operator.status import invalid
+from reconciler.operator.controllers.status import invalid
 
 REMOTE_MODULES = f"{GROUP}/remote-modules"
 """Annotation on the control-plane Kyma: names of the modules that came from the remote Kyma."""

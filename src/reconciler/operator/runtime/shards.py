@@ -40,7 +40,7 @@ from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.model.lifecycle import GROUP, KYMA_NAME
 from reconciler.observability.logging import get_logger
-from reconciler.operator.control import ControlPlane
+from reconciler.operator.clusters.control import ControlPlane
 from reconciler.util.polling import poll_until
 
 GROUP_LABEL = f"{GROUP}/shard-group"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from reconciler.kube import crdgen
 from reconciler.kube.cluster import Cluster
 from reconciler.model.lifecycle import FIELD_MANAGER
-from reconciler.operator.crds import all_crds
+from reconciler.operator.clusters.crds import all_crds
 
 
 async def install_crds(cluster: Cluster, *, timeout: float = 60.0) -> list[str]:

@@ -23,8 +23,8 @@ from reconciler.model.lifecycle import (
     MANAGER,
     MODULE_NAME,
 )
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.drift import Kind
+from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.drift import Kind
 
 MODULE_CONFIG_MANAGER = f"{GROUP}/module-config"
 

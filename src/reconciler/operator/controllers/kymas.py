@@ -35,12 +35,12 @@ from reconciler.model.lifecycle import (
     State,
 )
 from reconciler.observability.logging import get_logger
-from reconciler.operator.catalog import CatalogError, Resolved, resolve, version_key
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.fleet import FleetIndex
+from reconciler.operator.catalog.resolve import CatalogError, Resolved, resolve, version_key
+from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.fleet import FleetIndex
+from reconciler.operator.controllers.status import aggregate, last_operation
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.settings import OperatorSettings
-from reconciler.operator.status import aggregate, last_operation
 
 
 def manifest_name(kyma: str, module: str) -> str:

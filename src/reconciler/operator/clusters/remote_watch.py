@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.drift import Kind, KindWatches
+from reconciler.operator.clusters.drift import Kind, KindWatches
 
 
 class RemoteWatch(KindWatches):

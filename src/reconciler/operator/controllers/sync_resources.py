@@ -30,12 +30,12 @@ from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC, State
 from reconciler.model.module_sync import SyncResourceSpec
 from reconciler.model.task import Task, TaskType
 from reconciler.observability.logging import get_logger
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.drift import DriftWatch
+from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.drift import DriftWatch
+from reconciler.operator.clusters.targets import TargetClusters, TargetMissing
+from reconciler.operator.controllers.status import invalid, last_operation
+from reconciler.operator.controllers.sync_validation import SyncContentError, check_objects
 from reconciler.operator.settings import OperatorSettings
-from reconciler.operator.status import invalid, last_operation
-from reconciler.operator.sync_validation import SyncContentError, check_objects
-from reconciler.operator.targets import TargetClusters, TargetMissing
 from reconciler.version import __version__
 
 SYNC_FINALIZER = f"{GROUP}/sync-resource"

@@ -34,17 +34,26 @@ from reconciler.model.lifecycle import (
     ModuleTemplateKind,
 )
 from reconciler.observability.logging import get_logger
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.crds import crd
-from reconciler.operator.drift import Kind
-from reconciler.operator.fleet import FleetIndex
-from reconciler.operator.module_configs import ModuleConfigs
-from reconciler.operator.remote_catalog import REMOTE_NAMESPACE, remove_catalog, sync_catalog
-from reconciler.operator.remote_merge import REMOTE_MODULES, merge, remote_names, valid_entries
-from reconciler.operator.remote_watch import RemoteWatch
+from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.crds import crd
+from reconciler.operator.clusters.drift import Kind
+from reconciler.operator.clusters.fleet import FleetIndex
+from reconciler.operator.clusters.remote_watch import RemoteWatch
+from reconciler.operator.clusters.targets import TargetClusters, TargetMissing
+from reconciler.operator.controllers.module_configs import ModuleConfigs
+from reconciler.operator.controllers.remote_catalog import (
+    REMOTE_NAMESPACE,
+    remove_catalog,
+    sync_catalog,
+)
+from reconciler.operator.controllers.remote_merge import (
+    REMOTE_MODULES,
+    merge,
+    remote_names,
+    valid_entries,
+)
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered
-from reconciler.operator.targets import TargetClusters, TargetMissing
 
 REMOTE_NAME = "default"
 REMOTE_FINALIZER = f"{GROUP}/remote-sync"

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.model.lifecycle import KYMA_NAME
-from reconciler.operator.control import Body, ControlPlane
-from reconciler.operator.fleet import FleetIndex
+from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.fleet import FleetIndex
 
 
 class TargetError(ReconcilerError):
