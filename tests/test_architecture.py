@@ -10,7 +10,8 @@ The rules: only the CLI's `dev-cluster` command imports the test bed (`reconcile
 no module imports from a layer above its own; no two modules, and no two packages, import each
 other, directly or through others; inside the operator, no module imports from a wing above its
 own (the second table of the page) and no two wings import each other; the API's authenticators
-never import `api/auth.py`, which combines them. Every failure names the importing file, its line and the import statement.
+never import `api/auth.py`, which combines them. Every failure names the importing file, its
+line and the import statement.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-from typing import Any
 
 from reconciler.infra.states import EXPIRES_AT
 from reconciler.kube.client import KubeApiError
@@ -30,8 +29,8 @@ from reconciler.model.infrastructure import (
     RUNTIME_ID,
     SHOOT_NAME,
 )
+from reconciler.model.kube_object import Body
 
-Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 
 

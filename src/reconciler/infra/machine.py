@@ -40,10 +40,9 @@ from reconciler.model.infrastructure import (
     RuntimeSpec,
     State,
 )
+from reconciler.model.kube_object import Body
 from reconciler.observability.logging import get_logger
 from reconciler.util.clock import Clock, utcnow
-
-Body = dict[str, Any]
 
 
 @dataclass

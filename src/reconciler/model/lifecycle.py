@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue
 
+from reconciler.model.kube_object import Body, KubeObject
 from reconciler.model.resource import Condition, ResourceModel
 
 GROUP = "operator.kyma-project.io"
@@ -33,6 +34,13 @@ MANAGER = "kyma-operator"
 KYMA_FINALIZER = f"{GROUP}/Kyma"
 MANIFEST_FINALIZER = "declarative.kyma-project.io/finalizer"
 FIELD_MANAGER = "declarative.kyma-project.io/applier"
+
+
+def kyma_of(body: Body) -> str:
+    """The Kyma an object (Manifest, kubeconfig Secret, ModuleConfig, ...) belongs to: its
+    `KYMA_NAME` label, "" when it has none."""
+    return KubeObject(body).labels.get(KYMA_NAME, "")
+
 
 PRESERVE: dict[str, JsonValue] = {"x-kubernetes-preserve-unknown-fields": True}
 

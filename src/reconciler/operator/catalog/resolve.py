@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
+from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     GROUP,
     MODULE_NAME,
@@ -37,7 +38,6 @@ SOURCE_KINDS = {"chart": "helm-chart", "rawManifest": "raw-manifest"}
 BETA = f"{GROUP}/beta"
 INTERNAL = f"{GROUP}/internal"
 """Labels of a Kyma (and, in older catalogs, of a ModuleTemplate): "true" enables."""
-Body = dict[str, Any]
 
 
 class CatalogError(ReconcilerError):

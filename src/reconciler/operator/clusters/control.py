@@ -6,16 +6,14 @@ controllers need no second Kubernetes library: kopf only watches and dispatches.
 
 from __future__ import annotations
 
-from typing import Any
-
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
 from reconciler.kube.finalizers import finalizer_patch
+from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import API_VERSION, FIELD_MANAGER
 
 MERGE_PATCH = "application/merge-patch+json"
-Body = dict[str, Any]
 
 
 class ControlPlane:

@@ -14,11 +14,10 @@ It is only touched from the operator's loop.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
-from reconciler.model.lifecycle import KYMA_NAME
+from reconciler.model.kube_object import Body
+from reconciler.model.lifecycle import kyma_of
 
-Body = dict[str, Any]
 KymaKey = tuple[str, str]
 """(namespace, Kyma name)."""
 
@@ -30,10 +29,6 @@ def _kept(body: Body) -> Body:
     if not isinstance(meta, dict) or "managedFields" not in meta:
         return body
     return {**body, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-
-
-def _kyma_of(body: Body) -> str:
-    return str((body.get("metadata", {}).get("labels") or {}).get(KYMA_NAME, ""))
 
 
 class _ByKyma:
@@ -54,7 +49,7 @@ class _ByKyma:
             before = group.pop(name, None)
             if not group:
                 self._items.pop((namespace, before_kyma), None)
-        kyma = _kyma_of(body)
+        kyma = kyma_of(body)
         if not deleted and kyma:
             self._items[(namespace, kyma)][name] = _kept(body)
             self._owner[(namespace, name)] = kyma

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
+from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import KYMA_NAME
-from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.fleet import FleetIndex
 
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from reconciler.errors import ReconcilerError
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.workqueue import Backoff
+from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     API_VERSION,
     CHANNEL,
@@ -36,7 +37,7 @@ from reconciler.model.lifecycle import (
 )
 from reconciler.observability.logging import get_logger
 from reconciler.operator.catalog.resolve import CatalogError, Resolved, resolve, version_key
-from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.fleet import FleetIndex
 from reconciler.operator.controllers.status import aggregate, last_operation
 from reconciler.operator.metrics import OperatorMetrics

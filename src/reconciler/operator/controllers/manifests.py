@@ -22,7 +22,7 @@ from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.readiness import WATCHED_KINDS, readiness
 from reconciler.kube.workqueue import Backoff
-from reconciler.model.kube_object import KubeObject
+from reconciler.model.kube_object import Body, KubeObject
 from reconciler.model.lifecycle import (
     FIELD_MANAGER,
     KYMA_NAME,
@@ -33,11 +33,12 @@ from reconciler.model.lifecycle import (
     ManifestSpec,
     State,
     SyncedObject,
+    kyma_of,
 )
 from reconciler.model.task import Task, TaskType
 from reconciler.observability.logging import get_logger
 from reconciler.operator.catalog.sources import ModuleSources, install_link
-from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch, Kind
 from reconciler.operator.clusters.targets import TargetClusters, TargetError, TargetMissing
 from reconciler.operator.controllers.status import invalid, last_operation
@@ -89,9 +90,7 @@ class ManifestController:
         meta = body["metadata"]
         if meta.get("labels", {}).get(SKIP_RECONCILIATION) == "true":
             return None
-        log = get_logger(
-            manifest=name, namespace=namespace, kyma=meta.get("labels", {}).get(KYMA_NAME)
-        )
+        log = get_logger(manifest=name, namespace=namespace, kyma=kyma_of(body) or None)
         try:
             spec = ManifestSpec.model_validate(body.get("spec") or {})
         except ValidationError as exc:
@@ -109,12 +108,11 @@ class ManifestController:
             return await self._report(body, state, str(exc), error=True)
 
     async def _evict(self, body: Body) -> None:
-        meta = body["metadata"]
-        await self.targets.evict(meta["namespace"], meta.get("labels", {}).get(KYMA_NAME, ""))
+        await self.targets.evict(body["metadata"]["namespace"], kyma_of(body))
 
     async def _target(self, body: Body, spec: ManifestSpec) -> Cluster:
         meta = body["metadata"]
-        kyma = meta.get("labels", {}).get(KYMA_NAME, "")
+        kyma = kyma_of(body)
         if spec.remote and not kyma:
             raise TargetError(f"a remote Manifest needs the label {KYMA_NAME}")
         return await self.targets.get(meta["namespace"], kyma, remote=spec.remote)
@@ -181,7 +179,7 @@ class ManifestController:
         return body["metadata"]["namespace"], body["metadata"]["name"]
 
     def _namespace(self, body: Body) -> str:
-        kyma = body["metadata"].get("labels", {}).get(KYMA_NAME, "")
+        kyma = kyma_of(body)
         return self.settings.module_namespace.replace("{kyma}", kyma)
 
     def _default_resource(self, body: Body, spec: ManifestSpec) -> dict[str, Any]:

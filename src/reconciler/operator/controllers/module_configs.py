@@ -15,6 +15,7 @@ from typing import Any
 
 from reconciler.errors import ApplyError
 from reconciler.kube.cluster import Cluster
+from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     API_VERSION,
     GROUP,
@@ -23,7 +24,7 @@ from reconciler.model.lifecycle import (
     MANAGER,
     MODULE_NAME,
 )
-from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import Kind
 
 MODULE_CONFIG_MANAGER = f"{GROUP}/module-config"

@@ -10,6 +10,7 @@ cannot pick what the Kyma would then be refused.
 
 from __future__ import annotations
 
+from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     API_VERSION,
     MANAGED_BY,
@@ -19,7 +20,7 @@ from reconciler.model.lifecycle import (
     Module,
 )
 from reconciler.operator.catalog.resolve import CatalogError, resolve
-from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.control import ControlPlane
 
 REMOTE_NAMESPACE = "kyma-system"
 OURS = f"{MANAGED_BY}={MANAGER}"

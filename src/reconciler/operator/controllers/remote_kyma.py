@@ -20,6 +20,7 @@ from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.wait import wait_ready
 from reconciler.kube.workqueue import Backoff
+from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     API_VERSION,
     FIELD_MANAGER,
@@ -34,7 +35,7 @@ from reconciler.model.lifecycle import (
     ModuleTemplateKind,
 )
 from reconciler.observability.logging import get_logger
-from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.crds import crd
 from reconciler.operator.clusters.drift import Kind
 from reconciler.operator.clusters.fleet import FleetIndex

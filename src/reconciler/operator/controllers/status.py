@@ -3,13 +3,13 @@ its modules by (the backoff per object is `kube/workqueue.py`'s)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
 
 from reconciler.model.lifecycle import State
+from reconciler.util.clock import utcnow
 
 PRECEDENCE = (State.ERROR, State.WARNING, State.PROCESSING, State.DELETING)
 
@@ -20,7 +20,7 @@ def last_operation(previous: dict[str, Any], message: str) -> dict[str, str]:
     before = previous.get("lastOperation") or {}
     if before.get("operation") == message and before.get("lastUpdateTime"):
         return {"operation": message, "lastUpdateTime": str(before["lastUpdateTime"])}
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"operation": message, "lastUpdateTime": stamp}
 
 

@@ -25,12 +25,12 @@ from reconciler.errors import ClusterUnreachable, ReconcilerError
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.workqueue import Backoff
-from reconciler.model.kube_object import KubeObject
+from reconciler.model.kube_object import Body, KubeObject
 from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC, State
 from reconciler.model.module_sync import SyncResourceSpec
 from reconciler.model.task import Task, TaskType
 from reconciler.observability.logging import get_logger
-from reconciler.operator.clusters.control import Body, ControlPlane
+from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch
 from reconciler.operator.clusters.targets import TargetClusters, TargetMissing
 from reconciler.operator.controllers.status import invalid, last_operation

@@ -12,13 +12,13 @@ reconciles once). The listener has already checked the sender's certificate agai
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import time
 
 from reconciler.kube.client import KubeApiError
 from reconciler.model.lifecycle import GROUP
 from reconciler.observability.logging import get_logger
 from reconciler.operator.clusters.control import ControlPlane
+from reconciler.util.clock import utcnow
 
 WATCHED_AT = f"{GROUP}/watched-at"
 """Kyma annotation: when a watcher last reported a change of its remote cluster."""
@@ -51,7 +51,7 @@ class EventForwarder:
             await asyncio.sleep(wait)
         self._pending.discard(key)  # events from now on need a write of their own
         self._last[key] = time.monotonic()
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        stamp = utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         patch = {"metadata": {"annotations": {WATCHED_AT: stamp}}}
         try:
             await self.control.patch("Kyma", *key, patch)

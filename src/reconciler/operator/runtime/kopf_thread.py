@@ -24,10 +24,10 @@ import kopf
 from lightkube.config.models import User
 
 from reconciler.kube.kubeconfig import load_kubeconfig
+from reconciler.model.kube_object import Body
 from reconciler.observability.logging import get_logger
 from reconciler.util.stacks import dump_stacks
 
-Body = dict[str, Any]
 Callback = Callable[[Body, str | None], None]
 """Called in the operator's loop with an event's object and type (None: kopf's own listing)."""
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import hashlib
 import math
 import os
@@ -30,7 +29,6 @@ import re
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -38,14 +36,15 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from reconciler.errors import ReconcilerError, WaitTimeout
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
-from reconciler.model.lifecycle import GROUP, KYMA_NAME
+from reconciler.model.kube_object import Body
+from reconciler.model.lifecycle import GROUP, kyma_of
 from reconciler.observability.logging import get_logger
 from reconciler.operator.clusters.control import ControlPlane
+from reconciler.util.clock import utcnow
 from reconciler.util.polling import poll_until
 
 GROUP_LABEL = f"{GROUP}/shard-group"
 ROLE_LABEL = f"{GROUP}/shard-role"
-Body = dict[str, Any]
 
 
 def _default_identity() -> str:
@@ -78,7 +77,7 @@ def shard_of(name: str, labels: dict[str, str] | None, settings: ShardSettings) 
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class Shards:
@@ -310,7 +309,7 @@ class ShardGate:
                 manifest = await self.control.get(kind, namespace, name)
                 if manifest is None:
                     return None
-                kyma = str((manifest["metadata"].get("labels") or {}).get(KYMA_NAME, ""))
+                kyma = kyma_of(manifest)
                 self._manifest_kyma[(namespace, name)] = kyma
             name = kyma
         labels = self._kyma_labels.get((namespace, name))
@@ -348,7 +347,7 @@ class ShardGate:
                 if kind == "Kyma":
                     self.note_kyma(key[1], key[2], labels)
                 else:
-                    self.note_manifest(key[1], key[2], str(labels.get(KYMA_NAME, "")))
+                    self.note_manifest(key[1], key[2], kyma_of(item))
                 if await self.shard(*key) == shard:
                     self.enqueue(key)
         for key in await self._sync_resources_of(shard):

@@ -22,12 +22,14 @@ from reconciler.errors import ReconcilerError
 from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.workqueue import WorkQueue
+from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     GROUP,
     KYMA_FINALIZER,
     KYMA_NAME,
     MANIFEST_FINALIZER,
     VERSION,
+    kyma_of,
 )
 from reconciler.observability.logging import get_logger
 from reconciler.operator.catalog.sources import ModuleSources
@@ -53,7 +55,6 @@ from reconciler.operator.watcher.remote import RemoteWatchers
 from reconciler.operator.watcher.settings import WatcherSettings
 
 Key = tuple[str, str, str]
-Body = dict[str, Any]
 OWN_FINALIZERS = frozenset({KYMA_FINALIZER, MANIFEST_FINALIZER, REMOTE_FINALIZER, SYNC_FINALIZER})
 
 AGGREGATE_DELAY = 0.25
@@ -287,10 +288,9 @@ class Operator:
     def _module_config_event(self, body: Body, event_type: str | None) -> None:
         """Someone may have changed a ModuleConfig: its Kyma's sync puts the spec back."""
         self.remote.configs.observe(body, deleted=event_type == "DELETED")
-        meta = body["metadata"]
-        kyma = (meta.get("labels") or {}).get(KYMA_NAME)
+        kyma = kyma_of(body)
         if kyma and event_type != "DELETED":
-            self._sync_remote(str(meta["namespace"]), str(kyma))
+            self._sync_remote(str(body["metadata"]["namespace"]), kyma)
 
     def _manifest_event(self, body: Body, event_type: str | None) -> None:
         self.fleet.manifest(body, deleted=event_type == "DELETED")
@@ -299,20 +299,19 @@ class Operator:
         key = ("Manifest", namespace, str(meta["name"]))
         if self._changed(key, body, event_type):
             self.queue.add(key)
-        kyma = (meta.get("labels") or {}).get(KYMA_NAME)
+        kyma = kyma_of(body)
         if self.shards is not None:
-            self.shards.note_manifest(namespace, key[2], str(kyma or ""))
+            self.shards.note_manifest(namespace, key[2], kyma)
         if kyma:  # any change, status included: the Kyma aggregates it, once per burst
-            self.queue.add(("Kyma", namespace, str(kyma)), AGGREGATE_DELAY)
+            self.queue.add(("Kyma", namespace, kyma), AGGREGATE_DELAY)
 
     def _secret_event(self, body: Body, event_type: str | None) -> None:
         """A kubeconfig Secret: a new or changed one (not the initial listing) makes its Kyma's
         Manifests look at their cluster again at once."""
         changed = self.fleet.secret(body, deleted=event_type == "DELETED")
         if changed or event_type == "ADDED":
-            meta = body["metadata"]
-            kyma = str((meta.get("labels") or {}).get(KYMA_NAME, ""))
-            task = asyncio.create_task(self._secret_changed(str(meta["namespace"]), kyma))
+            namespace = str(body["metadata"]["namespace"])
+            task = asyncio.create_task(self._secret_changed(namespace, kyma_of(body)))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
