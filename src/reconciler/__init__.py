@@ -2,8 +2,9 @@
 
 This module is the public surface for Python users, chiefly the authors of component actions
 (entry-point group `reconciler.actions`): `ActionContext` is what every hook receives, and its
-parts (`Task`, `Cluster`, `KubeObject`) are here too, so a plug-in imports from `reconciler` and
-nothing deeper. Everything else is internal and may move.
+parts (`Task` with its source, `ChartRef` | `RawManifest` | `GivenObjects`, `Cluster`,
+`KubeObject`) are here too, so a plug-in imports from `reconciler` and nothing deeper.
+Everything else is internal and may move.
 
 The names load on first use (PEP 562): the CLI imports this package at every start, and the
 action API pulls in `importlib.metadata`, pydantic and the cluster client, which a `--help`
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from reconciler.errors import ReconcilerError
     from reconciler.kube.cluster import Cluster
     from reconciler.model.kube_object import KubeObject
-    from reconciler.model.task import Task, TaskType
+    from reconciler.model.task import ChartRef, GivenObjects, RawManifest, Task, TaskType
 
 _EXPORTS = {
     "ActionContext": "reconciler.core.actions",
@@ -33,6 +34,9 @@ _EXPORTS = {
     "KubeObject": "reconciler.model.kube_object",
     "ReconcilerError": "reconciler.errors",
     "Task": "reconciler.model.task",
+    "ChartRef": "reconciler.model.task",
+    "RawManifest": "reconciler.model.task",
+    "GivenObjects": "reconciler.model.task",
     "TaskType": "reconciler.model.task",
 }
 
@@ -41,8 +45,11 @@ __all__ = [
     "HOOKS",
     "ActionContext",
     "ActionError",
+    "ChartRef",
     "Cluster",
+    "GivenObjects",
     "KubeObject",
+    "RawManifest",
     "ReconcilerError",
     "Task",
     "TaskType",

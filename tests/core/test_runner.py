@@ -16,14 +16,20 @@ from reconciler.core.runner import ComponentReconciler
 from reconciler.kube import inventory
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
-from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
+from reconciler.model.task import ChartRef, ProgressEvent, ProgressState, Task, TaskType
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
 from tests.helpers.counting import recording_cluster
 
 
 def task(chart: Path, namespace: str, **changes: Any) -> Task:
-    base = Task(component="web", namespace=namespace, version="1.0.0", chart=str(chart), timeout=30)
+    base = Task(
+        component="web",
+        namespace=namespace,
+        version="1.0.0",
+        source=ChartRef(str(chart)),
+        timeout=30,
+    )
     return Task(**{**base.__dict__, **changes})
 
 

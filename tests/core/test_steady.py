@@ -21,7 +21,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.kube.live import LiveIndex
 from reconciler.model.component import CRDS_COMPONENT
 from reconciler.model.kube_object import KubeObject
-from reconciler.model.task import Task
+from reconciler.model.task import ChartRef, Task
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
 from tests.helpers.counting import RecordingKubeClient, recording_cluster
@@ -55,7 +55,12 @@ async def bench(kube_cluster: KubeTarget, tmp_path: Path) -> AsyncIterator[Bench
 
 def web(chart: Path, namespace: str, **changes: Any) -> Task:
     base = Task(
-        component="web", namespace=namespace, version="1", chart=str(chart), timeout=60, wait=False
+        component="web",
+        namespace=namespace,
+        version="1",
+        source=ChartRef(str(chart)),
+        timeout=60,
+        wait=False,
     )
     return Task(**{**base.__dict__, **changes})
 
@@ -264,7 +269,7 @@ async def test_the_crds_step_rerun_right_after_installing_its_crds_takes_the_fas
         component=CRDS_COMPONENT,
         namespace=namespace,
         version="1",
-        chart=str(tmp_path / "workspace"),
+        source=ChartRef(str(tmp_path / "workspace")),
         wait=False,
     )
     try:

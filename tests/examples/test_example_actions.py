@@ -20,7 +20,7 @@ import structlog
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import ConfigMap
 
-from reconciler import ActionContext, Cluster, Task
+from reconciler import ActionContext, ChartRef, Cluster, Task
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from tests.conftest import KubeTarget
@@ -60,7 +60,7 @@ def serverless_task(namespace: str = "kyma-system", version: str = "2.4.0") -> T
         component="serverless",
         namespace=namespace,
         version=version,
-        chart=str(EXAMPLES / "kyma-like" / "resources" / "serverless"),
+        source=ChartRef(str(EXAMPLES / "kyma-like" / "resources" / "serverless")),
     )
 
 

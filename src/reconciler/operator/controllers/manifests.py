@@ -35,9 +35,9 @@ from reconciler.model.lifecycle import (
     SyncedObject,
     kyma_of,
 )
-from reconciler.model.task import Task, TaskType
+from reconciler.model.task import ChartRef, RawManifest, Task, TaskType
 from reconciler.observability.logging import get_logger
-from reconciler.operator.catalog.sources import ModuleSources, install_link
+from reconciler.operator.catalog.sources import install_link
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch, Kind
 from reconciler.operator.clusters.targets import TargetClusters, TargetError, TargetMissing
@@ -58,9 +58,7 @@ class ManifestController:
         settings: OperatorSettings,
         drift: DriftWatch | None = None,
         metrics: OperatorMetrics | None = None,
-        sources: ModuleSources | None = None,
     ) -> None:
-        self.sources = sources
         self.drift = drift
         self.metrics = metrics or OperatorMetrics()
         self.control = control
@@ -121,15 +119,11 @@ class ManifestController:
         url, raw = install_link(spec.install.name, spec.install.source)
         if not url:
             raise TargetError("spec.install.source has no `url`")
-        if raw:
-            if self.sources is None:
-                raise TargetError("raw manifests need the operator's module sources")
-            self.sources.mark_raw(str(url))
         return Task(
             component=body["metadata"]["name"],
             namespace=self._namespace(body),
             version=spec.version or "0.0.0",
-            chart=str(url),
+            source=RawManifest(str(url)) if raw else ChartRef(str(url)),
             type=task_type,
             wait=False,
             timeout=self.settings.timeout,

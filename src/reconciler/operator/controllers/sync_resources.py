@@ -11,14 +11,10 @@ SyncResource applies nothing. `status.objects` has one entry per object. Deletio
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
 from typing import Any
 
 from pydantic import ValidationError
 
-from reconciler.charts.render import Capabilities
 from reconciler.core.results import Outcome
 from reconciler.core.runner import ComponentReconciler
 from reconciler.errors import ClusterUnreachable, ReconcilerError
@@ -28,7 +24,7 @@ from reconciler.kube.workqueue import Backoff
 from reconciler.model.kube_object import Body, KubeObject
 from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC, State
 from reconciler.model.module_sync import SyncResourceSpec
-from reconciler.model.task import Task, TaskType
+from reconciler.model.task import GivenObjects, Task, TaskType
 from reconciler.observability.logging import get_logger
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch
@@ -36,34 +32,8 @@ from reconciler.operator.clusters.targets import TargetClusters, TargetMissing
 from reconciler.operator.controllers.status import invalid, last_operation
 from reconciler.operator.controllers.sync_validation import SyncContentError, check_objects
 from reconciler.operator.settings import OperatorSettings
-from reconciler.version import __version__
 
 SYNC_FINALIZER = f"{GROUP}/sync-resource"
-
-
-class SyncObjects:
-    """The core's chart provider for SyncResources: the checked objects, put in before a run."""
-
-    def __init__(self) -> None:
-        self._objects: dict[str, list[KubeObject]] = {}
-
-    def put(self, link: str, objects: list[KubeObject]) -> None:
-        self._objects[link] = objects
-
-    def drop(self, link: str) -> None:
-        self._objects.pop(link, None)
-
-    async def render(self, task: Task, capabilities: Capabilities | None) -> list[KubeObject]:
-        return [KubeObject(copy.deepcopy(obj.raw)) for obj in self._objects.get(task.chart, [])]
-
-    async def digest(self, task: Task, cluster: str) -> str:
-        objects = [obj.raw for obj in self._objects.get(task.chart, [])]
-        inputs = [__version__, objects, task.component, task.namespace, task.version, cluster]
-        return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
-
-    async def may_vary(self, task: Task) -> bool:
-        """The checked objects are fixed: every "render" returns the same."""
-        return False
 
 
 def _entry(obj: KubeObject, state: str, message: str | None = None) -> dict[str, Any]:
@@ -83,22 +53,21 @@ class SyncResourceController:
         self,
         control: ControlPlane,
         targets: TargetClusters,
+        core: ComponentReconciler,
         settings: OperatorSettings,
         drift: DriftWatch | None = None,
     ) -> None:
         self.control = control
         self.targets = targets
+        self.core = core
         self.settings = settings
         self.drift = drift
-        self.objects = SyncObjects()
-        self.core = ComponentReconciler(self.objects)
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
 
     async def handle(self, namespace: str, name: str) -> float | None:
         body = await self.control.get("SyncResource", namespace, name)
         if body is None:
             self.backoff.forget((namespace, name))
-            self.objects.drop(self._link(namespace, name))
             return None
         meta = body["metadata"]
         if (meta.get("labels") or {}).get(SKIP_RECONCILIATION) == "true":
@@ -123,17 +92,18 @@ class SyncResourceController:
             # refused content stays refused until the spec changes, whose event brings it back
             return None if isinstance(exc, SyncContentError) else delay
 
-    @staticmethod
-    def _link(namespace: str, name: str) -> str:
-        return f"syncresource:{namespace}/{name}"
+    def _namespace(self, spec: SyncResourceSpec) -> str:
+        return self.settings.module_namespace.replace("{kyma}", spec.kyma)
 
-    def _task(self, body: Body, spec: SyncResourceSpec, task_type: TaskType) -> Task:
+    def _task(
+        self, body: Body, spec: SyncResourceSpec, task_type: TaskType, objects: list[KubeObject]
+    ) -> Task:
         meta = body["metadata"]
         return Task(
             component=f"sync-{meta['name']}",
-            namespace=self.settings.module_namespace.replace("{kyma}", spec.kyma),
+            namespace=self._namespace(spec),
             version=f"0.0.{meta.get('generation') or 0}",
-            chart=self._link(meta["namespace"], meta["name"]),
+            source=GivenObjects(tuple(objects)),
             type=task_type,
             wait=False,
             timeout=self.settings.timeout,
@@ -147,32 +117,30 @@ class SyncResourceController:
         remote = (kyma["metadata"].get("labels") or {}).get(SYNC) != "false"
         return await self.targets.get(namespace, spec.kyma, remote=remote)
 
-    async def _checked(self, cluster: Cluster, body: Body, spec: SyncResourceSpec) -> None:
-        task = self._task(body, spec, TaskType.RECONCILE)
-        objects = check_objects(spec.objects, task.namespace)
+    async def _checked(self, cluster: Cluster, spec: SyncResourceSpec) -> list[KubeObject]:
+        objects = check_objects(spec.objects, self._namespace(spec))
         scoped = []
         for obj in objects:
             if not (await cluster.info(obj)).namespaced:
                 scoped.append(f"{obj.kind} {obj.name}: cluster-scoped kinds cannot be synced")
         if scoped:
             raise SyncContentError("; ".join(scoped))
-        self.objects.put(task.chart, objects)
+        return objects
 
     async def _reconcile(self, body: Body, spec: SyncResourceSpec) -> float:
         cluster = await self._target(body, spec)
-        await self._checked(cluster, body, spec)
-        task = self._task(body, spec, TaskType.RECONCILE)
+        objects = await self._checked(cluster, spec)
+        task = self._task(body, spec, TaskType.RECONCILE, objects)
         outcome = await self.core.run(task, cluster)
         if outcome.transient:
             await self.targets.evict(body["metadata"]["namespace"], spec.kyma)
         if self.drift is not None and outcome.ok:
-            kinds = {(obj.api_version, obj.kind) for obj in await self.objects.render(task, None)}
+            kinds = {(obj.api_version, obj.kind) for obj in objects}
             owner = ("SyncResource", *self._key(body))
             self.drift.track(cluster, task.component, owner, kinds)
-        return await self._finish(body, task, outcome)
+        return await self._finish(body, objects, outcome)
 
-    async def _finish(self, body: Body, task: Task, outcome: Outcome) -> float:
-        objects = await self.objects.render(task, None)
+    async def _finish(self, body: Body, objects: list[KubeObject], outcome: Outcome) -> float:
         if outcome.ok:
             entries = [_entry(obj, "Applied") for obj in objects]
             message = f"{len(objects)} objects applied"
@@ -200,19 +168,17 @@ class SyncResourceController:
         except TargetMissing:
             cluster = None  # the cluster is gone with its Kyma or Secret: nothing to remove
         if cluster is not None:
-            task = self._task(body, spec, TaskType.DELETE)
             try:
-                objects = check_objects(spec.objects, task.namespace)
+                objects = check_objects(spec.objects, self._namespace(spec))
             except SyncContentError:
                 objects = []  # never applied as they are: the inventory names what was
-            self.objects.put(task.chart, objects)
+            task = self._task(body, spec, TaskType.DELETE, objects)
             if self.drift is not None:
                 self.drift.forget(cluster, task.component)
             outcome = await self.core.run(task, cluster)
             if outcome.error:
                 return await self._report(body, State.DELETING, outcome.error)
         await self.control.set_finalizer(body, SYNC_FINALIZER, False)
-        self.objects.drop(self._link(*self._key(body)))
         self.backoff.forget(self._key(body))
         return None
 

@@ -32,7 +32,6 @@ from reconciler.model.lifecycle import (
     kyma_of,
 )
 from reconciler.observability.logging import get_logger
-from reconciler.operator.catalog.sources import ModuleSources
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch
 from reconciler.operator.clusters.fleet import FleetIndex
@@ -111,8 +110,7 @@ class Operator:
         self.control = ControlPlane(control)
         self.fleet = FleetIndex()
         self.targets = TargetClusters(self.control, control, self.fleet)
-        self.sources = ModuleSources(HelmChartProvider(charts))
-        core = ComponentReconciler(self.sources)
+        core = ComponentReconciler(HelmChartProvider(charts))
         self.queue = WorkQueue(self._handle, workers=self.settings.workers, part="operator-queue")
         self.drift = DriftWatch(self.queue.add)
         self.settled = SettledRuns(self.settings.verify_interval)
@@ -125,14 +123,15 @@ class Operator:
             self.settings,
             self.drift,
             self.metrics,
-            self.sources,
         )
         self.kymas = KymaController(self.control, self.settings, self.metrics, self.fleet)
         self.remote_watch = RemoteWatch(self.queue.add)
         self.remote = RemoteSync(
             self.control, self.targets, self.settings, self.remote_watch, self.fleet
         )
-        self.syncs = SyncResourceController(self.control, self.targets, self.settings, self.drift)
+        self.syncs = SyncResourceController(
+            self.control, self.targets, core, self.settings, self.drift
+        )
         self._controllers: dict[str, Controller] = {
             "Kyma": self.kymas,
             "Manifest": self.manifests,

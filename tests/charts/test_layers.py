@@ -12,9 +12,9 @@ from pathlib import Path
 import oras.client
 import pytest
 
+from reconciler.charts.layers import RawManifestLayers
 from reconciler.devcluster.registry import OciRegistry
 from reconciler.errors import ChartError
-from reconciler.operator.catalog.layers import RawManifestLayers
 from tests.charts.support import FIXTURE_CHARTS
 from tests.helpers.oci import push_chart, push_layer
 

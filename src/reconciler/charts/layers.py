@@ -99,7 +99,7 @@ def _tar_yaml(data: bytes, ref: OciReference) -> bytes:
 
 
 class RawManifestLayers:
-    """Fetches raw-manifest layers by OCI reference; one instance per operator process."""
+    """Fetches raw-manifest layers by OCI reference; one instance per chart provider."""
 
     def __init__(self, puller: OciPuller | None = None, max_bytes: int = MAX_CACHED_BYTES) -> None:
         self.puller = puller or OciPuller(what=WHAT)
