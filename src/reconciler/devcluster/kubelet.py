@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.errors import KubeApiError
+from reconciler.kube.client import KubeClient
 from reconciler.util.clock import utcnow
 from reconciler.util.polling import wait_event
 

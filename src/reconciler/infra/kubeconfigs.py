@@ -12,8 +12,8 @@ from __future__ import annotations
 import base64
 import datetime as dt
 
+from reconciler.errors import KubeApiError
 from reconciler.infra.states import EXPIRES_AT
-from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.finalizers import finalizer_patch
 from reconciler.model.infrastructure import (

@@ -31,9 +31,8 @@ from reconciler.infra.states import (
     set_condition,
     shoot_progress,
 )
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.workqueue import Backoff
 from reconciler.model.infrastructure import (
     FINALIZER,
     ConditionType,
@@ -42,6 +41,7 @@ from reconciler.model.infrastructure import (
 )
 from reconciler.model.kube_object import Body
 from reconciler.observability.logging import get_logger
+from reconciler.util.backoff import Backoff
 from reconciler.util.clock import Clock, utcnow
 
 
@@ -150,7 +150,7 @@ class RuntimeMachine:
                 )
                 return None
             return await self._retry(run, step, str(exc))
-        except (ReconcilerError, KubeApiError, ValidationError) as exc:
+        except (ReconcilerError, ValidationError) as exc:
             log.warning("runtime pass failed", step=str(step), error=str(exc))
             return await self._retry(run, step, f"{step}: {exc}")
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from reconciler.errors import KubeApiError
 from reconciler.infra.states import binding_name
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.kube.client import KubeClient
 from reconciler.model.infrastructure import FIELD_MANAGER, MANAGED_BY, MANAGER, RuntimeSpec
 
 OIDC_API_VERSION = "authentication.gardener.cloud/v1alpha1"

@@ -6,7 +6,7 @@ controllers need no second Kubernetes library: kopf only watches and dispatches.
 
 from __future__ import annotations
 
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
 from reconciler.kube.finalizers import finalizer_patch

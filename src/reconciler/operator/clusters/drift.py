@@ -18,14 +18,14 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.kube.client import FIELD_MANAGER, KubeApiError
+from reconciler.kube.client import FIELD_MANAGER
 from reconciler.kube.cluster import Cluster
+from reconciler.kube.informer import watch_from
 from reconciler.kube.transform import COMPONENT
 from reconciler.observability.logging import get_logger
 
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 METADATA_EVENTS = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
-WATCH_SECONDS = "300"
 
 Kind = tuple[str, str]
 """(apiVersion, kind)."""
@@ -147,17 +147,10 @@ async def follow(
         version = str(listing["metadata"]["resourceVersion"])
         if listed is not None:
             listed()
-        while True:
-            query = {**params, "resourceVersion": version, "timeoutSeconds": WATCH_SECONDS}
-            async for event in cluster.client.watch(path, query, accept=METADATA_EVENTS):
-                obj = event.get("object") or {}
-                if event.get("type") == "ERROR":
-                    return  # e.g. 410 Gone: opened again at the next successful run
-                meta = obj.get("metadata") or {}
-                version = str(meta.get("resourceVersion") or version)
-                if event.get("type") != "BOOKMARK":
-                    seen(str(event.get("type")), meta)
-    except (ReconcilerError, KubeApiError) as exc:
+        events = watch_from(cluster.client, path, version, params, accept=METADATA_EVENTS)
+        async for event_type, obj in events:
+            seen(event_type, obj.get("metadata") or {})
+    except ReconcilerError as exc:
         log.info("watch ended", kind=kind[1], reason=str(exc))
     except RuntimeError as exc:  # the cluster's connection was closed (evicted)
         log.info("watch ended", kind=kind[1], reason=str(exc))

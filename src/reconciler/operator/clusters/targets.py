@@ -18,12 +18,21 @@ import binascii
 import hashlib
 from dataclasses import dataclass
 
-from reconciler.errors import ReconcilerError
+from reconciler.errors import ClusterUnreachable, KubeApiError, ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import KYMA_NAME
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.fleet import FleetIndex
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` says a target cluster's connection is no good (the cluster out of reach,
+    or its credentials refused): the controllers then drop it, and the next look-up connects
+    afresh."""
+    return isinstance(exc, ClusterUnreachable) or (
+        isinstance(exc, KubeApiError) and exc.status in (401, 403)
+    )
 
 
 class TargetError(ReconcilerError):

@@ -16,8 +16,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
-from reconciler.kube.client import KubeApiError
-from reconciler.kube.workqueue import Backoff
 from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     API_VERSION,
@@ -42,6 +40,7 @@ from reconciler.operator.clusters.fleet import FleetIndex
 from reconciler.operator.controllers.status import aggregate, last_operation
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.settings import OperatorSettings
+from reconciler.util.backoff import Backoff
 
 
 def manifest_name(kyma: str, module: str) -> str:
@@ -84,7 +83,7 @@ class KymaController:
                 return await self._delete(kyma)
             await self.control.set_finalizer(kyma, KYMA_FINALIZER, True)
             return await self._reconcile(kyma)
-        except (ReconcilerError, KubeApiError, ValidationError) as exc:
+        except (ReconcilerError, ValidationError) as exc:
             log.warning("kyma failed", error=str(exc))
             await self._set(kyma, State.ERROR, str(exc), (kyma.get("status") or {}).get("modules"))
             return self.backoff.next((namespace, name))

@@ -16,12 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.core.runner import ComponentReconciler
-from reconciler.errors import ClusterUnreachable, ReconcilerError
+from reconciler.errors import ReconcilerError
 from reconciler.kube import inventory
-from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.readiness import WATCHED_KINDS, readiness
-from reconciler.kube.workqueue import Backoff
 from reconciler.model.kube_object import Body, KubeObject
 from reconciler.model.lifecycle import (
     FIELD_MANAGER,
@@ -40,11 +38,17 @@ from reconciler.observability.logging import get_logger
 from reconciler.operator.catalog.sources import install_link
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch, Kind
-from reconciler.operator.clusters.targets import TargetClusters, TargetError, TargetMissing
+from reconciler.operator.clusters.targets import (
+    TargetClusters,
+    TargetError,
+    TargetMissing,
+    connection_lost,
+)
 from reconciler.operator.controllers.status import invalid, last_operation
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered
+from reconciler.util.backoff import Backoff
 
 MAX_NAMED = 5
 
@@ -98,9 +102,9 @@ class ManifestController:
                 return await self._delete(body, spec)
             await self.control.set_finalizer(body, MANIFEST_FINALIZER, True)
             return await self._reconcile(body, spec)
-        except (ReconcilerError, KubeApiError) as exc:
+        except ReconcilerError as exc:
             log.warning("manifest failed", error=str(exc))
-            if isinstance(exc, ClusterUnreachable) or getattr(exc, "status", 0) in (401, 403):
+            if connection_lost(exc):
                 await self._evict(body)
             state = State.DELETING if meta.get("deletionTimestamp") else State.ERROR
             return await self._report(body, state, str(exc), error=True)

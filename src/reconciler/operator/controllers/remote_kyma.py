@@ -15,11 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reconciler.errors import ClusterUnreachable, ReconcilerError
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.wait import wait_ready
-from reconciler.kube.workqueue import Backoff
 from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     API_VERSION,
@@ -40,7 +38,7 @@ from reconciler.operator.clusters.crds import crd
 from reconciler.operator.clusters.drift import Kind
 from reconciler.operator.clusters.fleet import FleetIndex
 from reconciler.operator.clusters.remote_watch import RemoteWatch
-from reconciler.operator.clusters.targets import TargetClusters, TargetMissing
+from reconciler.operator.clusters.targets import TargetClusters, TargetMissing, connection_lost
 from reconciler.operator.controllers.module_configs import ModuleConfigs
 from reconciler.operator.controllers.remote_catalog import (
     REMOTE_NAMESPACE,
@@ -55,6 +53,7 @@ from reconciler.operator.controllers.remote_merge import (
 )
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered
+from reconciler.util.backoff import Backoff
 
 REMOTE_NAME = "default"
 REMOTE_FINALIZER = f"{GROUP}/remote-sync"
@@ -107,11 +106,11 @@ class RemoteSync:
                 return None  # the Secret's event brings the Kyma back here
             await self.control.set_finalizer(kyma, REMOTE_FINALIZER, True)
             await self._sync(kyma, cluster)
-        except (ReconcilerError, KubeApiError) as exc:
+        except ReconcilerError as exc:
             if getattr(exc, "status", 0) == 409:
                 return CONFLICT_RETRY  # the Kyma moved between read and write: read it again
             log.warning("remote sync failed", error=str(exc))
-            if isinstance(exc, ClusterUnreachable) or getattr(exc, "status", 0) in (401, 403):
+            if connection_lost(exc):
                 self._prepared.pop((namespace, name), None)
                 await self.targets.evict(namespace, name)
             return self.backoff.next((namespace, name))

@@ -17,10 +17,8 @@ from pydantic import ValidationError
 
 from reconciler.core.results import Outcome
 from reconciler.core.runner import ComponentReconciler
-from reconciler.errors import ClusterUnreachable, ReconcilerError
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.workqueue import Backoff
 from reconciler.model.kube_object import Body, KubeObject
 from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC, State
 from reconciler.model.module_sync import SyncResourceSpec
@@ -28,10 +26,11 @@ from reconciler.model.task import GivenObjects, Task, TaskType
 from reconciler.observability.logging import get_logger
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch
-from reconciler.operator.clusters.targets import TargetClusters, TargetMissing
+from reconciler.operator.clusters.targets import TargetClusters, TargetMissing, connection_lost
 from reconciler.operator.controllers.status import invalid, last_operation
 from reconciler.operator.controllers.sync_validation import SyncContentError, check_objects
 from reconciler.operator.settings import OperatorSettings
+from reconciler.util.backoff import Backoff
 
 SYNC_FINALIZER = f"{GROUP}/sync-resource"
 
@@ -81,11 +80,11 @@ class SyncResourceController:
                 return await self._delete(body, spec)
             await self.control.set_finalizer(body, SYNC_FINALIZER, True)
             return await self._reconcile(body, spec)
-        except (ReconcilerError, KubeApiError, SyncContentError) as exc:
+        except (ReconcilerError, SyncContentError) as exc:
             get_logger(syncresource=name, namespace=namespace, kyma=spec.kyma).warning(
                 "sync resource failed", error=str(exc)
             )
-            if isinstance(exc, ClusterUnreachable) or getattr(exc, "status", 0) in (401, 403):
+            if connection_lost(exc):
                 await self.targets.evict(namespace, spec.kyma)
             state = State.DELETING if meta.get("deletionTimestamp") else State.ERROR
             delay = await self._report(body, state, str(exc))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import KubeApiError
 from reconciler.model.lifecycle import GROUP
 from reconciler.observability.logging import get_logger
 from reconciler.operator.clusters.control import ControlPlane

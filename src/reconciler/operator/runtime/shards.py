@@ -33,8 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from reconciler.errors import ReconcilerError, WaitTimeout
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import KubeApiError, ReconcilerError, WaitTimeout
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import GROUP, kyma_of
@@ -358,7 +357,7 @@ class ShardGate:
         takeover would leave their remote objects alone until each one's next event."""
         try:
             items = await self.control.list("SyncResource", self.namespace)
-        except (KubeApiError, ReconcilerError) as exc:  # the kind may not be installed
+        except ReconcilerError as exc:  # the kind may not be installed
             get_logger(part="operator-shards").warning(
                 "cannot list SyncResources on takeover", shard=shard, error=str(exc)
             )

@@ -19,7 +19,6 @@ from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
 from reconciler.errors import ReconcilerError
-from reconciler.kube.client import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.workqueue import WorkQueue
 from reconciler.model.kube_object import Body
@@ -385,7 +384,7 @@ class Operator:
             for kind in ("ModuleReleaseMeta", "ModuleTemplate"):
                 for body in await self.control.list(kind, namespace or ""):
                     items.append({**body, "kind": kind})
-        except (ReconcilerError, KubeApiError) as exc:
+        except ReconcilerError as exc:
             self._log.warning("catalog not indexed", reason=str(exc))
             return
         self.fleet.prime_catalog(items)

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import KubeApiError
 from reconciler.kube.cluster import Cluster
 from reconciler.util.clock import utcnow
 

@@ -17,8 +17,7 @@ import datetime as dt
 import hashlib
 import json
 
-from reconciler.errors import ReconcilerError
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import KubeApiError, ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
 from reconciler.model.kube_object import Body
