@@ -2,8 +2,9 @@
 
 This module is the public surface for Python users, chiefly the authors of component actions
 (entry-point group `reconciler.actions`): `ActionContext` is what every hook receives, and its
-parts (`Task` with its source, `ChartRef` | `RawManifest` | `GivenObjects`, `Cluster`,
-`KubeObject`) are here too, so a plug-in imports from `reconciler` and nothing deeper.
+parts (`Task` with its source, `ChartRef` | `RawManifest` | `GivenObjects`; `ClusterActions`,
+what an action may do with the cluster, which the `Cluster` given does; `KubeObject`) are here
+too, so a plug-in imports from `reconciler` and nothing deeper.
 Everything else is internal and may move.
 
 The names load on first use (PEP 562): the CLI imports this package at every start, and the
@@ -19,7 +20,13 @@ TYPE_CHECKING = False  # `typing` alone costs more to import than this whole mod
 if TYPE_CHECKING:
     from typing import Any
 
-    from reconciler.core.actions import ENTRY_POINT_GROUP, HOOKS, ActionContext, ActionError
+    from reconciler.core.actions import (
+        ENTRY_POINT_GROUP,
+        HOOKS,
+        ActionContext,
+        ActionError,
+        ClusterActions,
+    )
     from reconciler.errors import ReconcilerError
     from reconciler.kube.cluster import Cluster
     from reconciler.model.kube_object import KubeObject
@@ -30,6 +37,7 @@ _EXPORTS = {
     "ActionError": "reconciler.core.actions",
     "ENTRY_POINT_GROUP": "reconciler.core.actions",
     "HOOKS": "reconciler.core.actions",
+    "ClusterActions": "reconciler.core.actions",
     "Cluster": "reconciler.kube.cluster",
     "KubeObject": "reconciler.model.kube_object",
     "ReconcilerError": "reconciler.errors",
@@ -47,6 +55,7 @@ __all__ = [
     "ActionError",
     "ChartRef",
     "Cluster",
+    "ClusterActions",
     "GivenObjects",
     "KubeObject",
     "RawManifest",

@@ -12,7 +12,6 @@ the live ones from metadata-only LISTs. Per object:
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -24,28 +23,6 @@ from reconciler.kube.live import LiveIndex
 from reconciler.kube.wait import WATCHED_KINDS, wait_ready
 from reconciler.model.kube_object import KubeObject, ObjectKey
 from reconciler.model.task import Task
-
-
-class RenderCache:
-    """Rendered objects by input digest, least recently used dropped beyond `size`."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._entries: OrderedDict[str, list[KubeObject]] = OrderedDict()
-
-    def get(self, digest: str) -> list[KubeObject] | None:
-        found = self._entries.get(digest)
-        if found is not None:
-            self._entries.move_to_end(digest)
-        return found
-
-    def put(self, digest: str, objects: list[KubeObject]) -> None:
-        if self.size <= 0:
-            return
-        self._entries[digest] = list(objects)
-        self._entries.move_to_end(digest)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
 
 
 class SteadyState:
