@@ -24,14 +24,9 @@ import asyncio
 import contextlib
 import hashlib
 import math
-import os
 import re
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reconciler.errors import KubeApiError, ReconcilerError, WaitTimeout
 from reconciler.kube.cluster import Cluster
@@ -39,30 +34,12 @@ from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import GROUP, kyma_of
 from reconciler.observability.logging import get_logger
 from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.settings import ShardSettings
 from reconciler.util.clock import utcnow
 from reconciler.util.polling import poll_until
 
 GROUP_LABEL = f"{GROUP}/shard-group"
 ROLE_LABEL = f"{GROUP}/shard-role"
-
-
-def _default_identity() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
-
-
-class ShardSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RECONCILER_OPERATOR_SHARD_", frozen=True)
-
-    count: int = Field(default=1, ge=1, le=1024)
-    """Number of shards; 1 turns sharding off (no Leases, this process does everything)."""
-    label: str | None = None
-    """A Kyma label whose value (0..count-1) names its shard; other Kymas go by the hash."""
-    lease_namespace: str = "kcp-system"
-    lease_prefix: str = Field(default="reconciler-operator", pattern=r"^[a-z0-9]([-a-z0-9]*)$")
-    lease_duration: float = Field(default=15.0, gt=0)
-    """Seconds without renewal after which a shard's holder counts as dead."""
-    renew_interval: float = Field(default=5.0, gt=0)
-    identity: str = Field(default_factory=_default_identity, min_length=1, max_length=200)
 
 
 def shard_of(name: str, labels: dict[str, str] | None, settings: ShardSettings) -> int:

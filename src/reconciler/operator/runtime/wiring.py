@@ -43,8 +43,8 @@ from reconciler.operator.controllers.sync_resources import SYNC_FINALIZER, SyncR
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.runtime.forward import WATCHED_AT, EventForwarder
 from reconciler.operator.runtime.kopf_thread import Callback, KopfThread, Watched
-from reconciler.operator.runtime.shards import ShardGate, ShardSettings
-from reconciler.operator.settings import OperatorSettings
+from reconciler.operator.runtime.shards import ShardGate
+from reconciler.operator.settings import OperatorSettings, ShardSettings
 from reconciler.operator.settled import Covered, SettledRuns
 from reconciler.operator.watcher.ca import CertificateAuthority
 from reconciler.operator.watcher.events import RemoteEvent, RemoteEvents
