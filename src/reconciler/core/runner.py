@@ -31,7 +31,7 @@ from reconciler.core.renders import Renders
 from reconciler.core.results import Outcome, Phase, Report
 from reconciler.core.steady import SteadyState
 from reconciler.errors import ReconcilerError
-from reconciler.kube import inventory
+from reconciler.kube import records
 from reconciler.kube.apply import ApplyResult, apply_objects, prepare_all
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.delete import NamespaceWaits, delete_objects, without_unserved
@@ -135,7 +135,7 @@ class ComponentReconciler:
         task, cluster = run.task, run.cluster
         await self._hook("pre_reconcile", run)
         fingerprint, digest = await self.renders.inputs(task, cluster)
-        previous = await inventory.read(cluster, task.component, task.namespace, index)
+        previous = await records.read(cluster, task.component, task.namespace, index)
         regenerate = _regenerates(task, previous)
         if (
             previous is not None
@@ -181,7 +181,7 @@ class ComponentReconciler:
         if task.type is not TaskType.RECONCILE:
             return None
         fingerprint, digest = await self.renders.inputs(task, cluster)
-        previous = await inventory.read(
+        previous = await records.read(
             cluster, task.component, task.namespace, live or LiveIndex(shared=False)
         )
         regenerate = _regenerates(task, previous)
@@ -201,7 +201,7 @@ class ComponentReconciler:
     def _has_actions(self, component: str) -> bool:
         return any(self.actions.hook(component, name) for name in HOOKS)
 
-    def _may_skip_render(self, task: Task, previous: inventory.Inventory, digest: str) -> bool:
+    def _may_skip_render(self, task: Task, previous: records.Record, digest: str) -> bool:
         """The fast path applies: same inputs as the last complete run, nothing forced, no
         component actions (they may expect the rendered objects), no full run due."""
         if task.force or not digest or previous.digest != digest or previous.state != "applied":
@@ -216,7 +216,7 @@ class ComponentReconciler:
         self,
         run: _Run,
         digest: str,
-        record: inventory.Inventory,
+        record: records.Record,
         existing: set[ObjectKey],
     ) -> tuple[list[KubeObject], str]:
         """The prepared objects for `digest` (from the render cache, else rendered again) with
@@ -252,7 +252,7 @@ class ComponentReconciler:
             )
             outcome.warnings.extend(unserved)
             objects = await _prepared(run, rendered)
-            recorded = await inventory.read(cluster, task.component, task.namespace)
+            recorded = await records.read(cluster, task.component, task.namespace)
             known = {obj.key for obj in objects}
             if recorded:
                 objects += [e.as_object() for e in recorded.entries if e.key not in known]
@@ -267,7 +267,7 @@ class ComponentReconciler:
                 namespace_waits=namespace_waits,
             )
             outcome.deleted = [obj.key for obj in deleted]
-            await inventory.remove(cluster, task.component, task.namespace)
+            await records.remove(cluster, task.component, task.namespace)
         await self._hook("post_delete", run)
 
 
@@ -290,7 +290,7 @@ class _FullApply:
         self,
         core: ComponentReconciler,
         run: _Run,
-        previous: inventory.Inventory | None,
+        previous: records.Record | None,
         digest: str,
         index: LiveIndex,
         regenerate: bool,
@@ -316,7 +316,7 @@ class _FullApply:
         )
         owned_namespace, created = await self._ensure_namespace()
         intent = {
-            obj.key: inventory.Entry(obj.api_version, obj.kind, obj.namespace, obj.name)
+            obj.key: records.Entry(obj.api_version, obj.kind, obj.namespace, obj.name)
             for obj in (*objects, *([owned_namespace] if owned_namespace else []))
         }
         if owned_namespace is not None and created is None:
@@ -354,7 +354,7 @@ class _FullApply:
                 return namespace, await cluster.apply(namespace)
         return (namespace if namespace.key in self.old else None), None
 
-    async def _record_intent(self, intent: dict[ObjectKey, inventory.Entry]) -> None:
+    async def _record_intent(self, intent: dict[ObjectKey, records.Entry]) -> None:
         """Record the objects about to be applied first: a crash mid-apply must not leave
         unrecorded objects."""
         new_keys = [key for key in intent if key not in self.old]
@@ -362,11 +362,9 @@ class _FullApply:
         if new_keys or (previous is not None and previous.state != "applied"):
             pending = [*self.old.values(), *(intent[key] for key in new_keys)]
             task = self.task
-            await inventory.write(
+            await records.write(
                 self.cluster,
-                inventory.Inventory(
-                    task.component, task.namespace, task.version, "applying", pending
-                ),
+                records.Record(task.component, task.namespace, task.version, "applying", pending),
             )
 
     async def _apply(self, objects: list[KubeObject]) -> ApplyResult:
@@ -391,7 +389,7 @@ class _FullApply:
             on_phase=self.run.phase,
         )
 
-    async def _prune(self, intent: dict[ObjectKey, inventory.Entry]) -> None:
+    async def _prune(self, intent: dict[ObjectKey, records.Entry]) -> None:
         """Delete what the previous record lists, this render does not, and still is ours."""
         stale = await _still_ours(
             self.cluster,
@@ -416,12 +414,12 @@ class _FullApply:
             regenerated = task.regenerate
         else:
             regenerated = previous.regenerated if previous else ""
-        record = inventory.Inventory(
+        record = records.Record(
             task.component,
             task.namespace,
             task.version,
             "applied",
-            [inventory.Entry.of(live) for live in final.values()],
+            [records.Entry.of(live) for live in final.values()],
             digest=self.digest,
             full_at=time.time(),
             generated=self.generated.dump(),
@@ -429,7 +427,7 @@ class _FullApply:
         )
         if task.wait and not all_ready(result.live):
             # recorded before waiting: what was applied and pruned stays known if the wait fails
-            await inventory.write(cluster, record)
+            await records.write(cluster, record)
             self.run.phase("waiting for readiness")
             final.update(
                 await wait_ready(
@@ -437,9 +435,9 @@ class _FullApply:
                 )
             )
         # observed after readiness: the controllers' status writes are part of the record
-        record.entries = [inventory.Entry.of(live) for live in final.values()]
+        record.entries = [records.Entry.of(live) for live in final.values()]
         record.ready = task.wait
-        await inventory.write(cluster, record)
+        await records.write(cluster, record)
         self.outcome.record = record
 
 
@@ -453,6 +451,6 @@ async def _still_ours(
     return [live for live in lives if live is not None and live.labels.get(COMPONENT) == component]
 
 
-def _regenerates(task: Task, previous: inventory.Inventory | None) -> bool:
+def _regenerates(task: Task, previous: records.Record | None) -> bool:
     """The run applies generated values as rendered now: a new `--regenerate` token."""
     return bool(task.regenerate) and (previous is None or previous.regenerated != task.regenerate)

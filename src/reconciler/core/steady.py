@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from reconciler.core.results import Outcome, Phase
-from reconciler.kube import inventory
+from reconciler.kube import records
 from reconciler.kube.apply import apply_objects
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.live import LiveIndex
@@ -29,7 +29,7 @@ class SteadyState:
     """One component's fast-path run against its record."""
 
     def __init__(
-        self, cluster: Cluster, task: Task, record: inventory.Inventory, index: LiveIndex
+        self, cluster: Cluster, task: Task, record: records.Record, index: LiveIndex
     ) -> None:
         self.cluster = cluster
         self.task = task
@@ -96,9 +96,9 @@ class SteadyState:
                 await wait_ready(cluster, waited, timeout=task.timeout, on_waiting=phase.blocked)
             )
         updated = [
-            inventory.Entry.of(final[key]) if key in final else entry.seen(observed.get(key))
+            records.Entry.of(final[key]) if key in final else entry.seen(observed.get(key))
             for key, entry in entries.items()
         ]
         outcome.record = replace(record, entries=updated)
-        await inventory.write(cluster, outcome.record)
+        await records.write(cluster, outcome.record)
         return True

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from reconciler.core.runner import ComponentReconciler
 from reconciler.errors import ReconcilerError
-from reconciler.kube import inventory
+from reconciler.kube import records
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.readiness import WATCHED_KINDS, readiness
 from reconciler.model.kube_object import Body, KubeObject
@@ -141,7 +141,7 @@ class ManifestController:
             if outcome.transient:
                 await self._evict(body)
             return await self._report(body, State.ERROR, outcome.error, error=True)
-        record = outcome.record or await inventory.read(cluster, task.component, task.namespace)
+        record = outcome.record or await records.read(cluster, task.component, task.namespace)
         entries = record.entries if record else []
         watched = [e.as_object() for e in entries if e.kind in WATCHED_KINDS]
         crds = [obj for obj in watched if obj.is_crd]

@@ -70,7 +70,7 @@ class Entry:
 
 
 @dataclass
-class Inventory:
+class Record:
     component: str
     namespace: str
     version: str = ""
@@ -95,26 +95,26 @@ def configmap_name(component: str) -> str:
     return (PREFIX + re.sub(r"[^a-z0-9-]", "-", component.lower()))[:63].rstrip("-")
 
 
-def _configmap(inventory: Inventory) -> dict[str, Any]:
+def _configmap(record: Record) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": configmap_name(inventory.component),
-            "namespace": inventory.namespace,
-            "labels": {MANAGED_BY: MANAGER, COMPONENT: inventory.component, INVENTORY: "true"},
+            "name": configmap_name(record.component),
+            "namespace": record.namespace,
+            "labels": {MANAGED_BY: MANAGER, COMPONENT: record.component, INVENTORY: "true"},
         },
         "data": {
-            "component": inventory.component,
-            "version": inventory.version,
-            "state": inventory.state,
-            "digest": inventory.digest,
-            "fullAt": f"{inventory.full_at:.3f}",
-            "ready": "true" if inventory.ready else "false",
-            "generated": inventory.generated,
-            "regenerated": inventory.regenerated,
+            "component": record.component,
+            "version": record.version,
+            "state": record.state,
+            "digest": record.digest,
+            "fullAt": f"{record.full_at:.3f}",
+            "ready": "true" if record.ready else "false",
+            "generated": record.generated,
+            "regenerated": record.regenerated,
             "objects": json.dumps(
-                [asdict(e) for _, e in sorted({e.key: e for e in inventory.entries}.items())],
+                [asdict(e) for _, e in sorted({e.key: e for e in record.entries}.items())],
                 separators=(",", ":"),
             ),
         },
@@ -123,15 +123,15 @@ def _configmap(inventory: Inventory) -> dict[str, Any]:
 
 async def read(
     cluster: Cluster, component: str, namespace: str, live: LiveIndex | None = None
-) -> Inventory | None:
+) -> Record | None:
     """The component's record; through `live` (one LIST for all records of a run) if given."""
-    stub = KubeObject(_configmap(Inventory(component, namespace)))
+    stub = KubeObject(_configmap(Record(component, namespace)))
     found = await live.record(cluster, stub) if live is not None else await cluster.get(stub)
     if found is None:
         return None
     data = found.raw.get("data") or {}
     entries = [Entry(**e) for e in json.loads(data.get("objects", "[]"))]
-    return Inventory(
+    return Record(
         component,
         namespace,
         data.get("version", ""),
@@ -145,9 +145,9 @@ async def read(
     )
 
 
-async def write(cluster: Cluster, inventory: Inventory) -> None:
-    await cluster.apply(_configmap(inventory))
+async def write(cluster: Cluster, record: Record) -> None:
+    await cluster.apply(_configmap(record))
 
 
 async def remove(cluster: Cluster, component: str, namespace: str) -> None:
-    await cluster.delete(_configmap(Inventory(component, namespace)))
+    await cluster.delete(_configmap(Record(component, namespace)))
