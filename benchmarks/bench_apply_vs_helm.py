@@ -27,7 +27,7 @@ from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
-from reconciler.model.task import Task
+from reconciler.model.task import ChartRef, Task
 
 NAME = "apply-vs-helm"
 TARGET = 0.3
@@ -129,7 +129,7 @@ class Runners:
             component=chart,
             namespace=namespace,
             version="bench",
-            chart=str(benchlib.CHARTS_DIR / chart),
+            source=ChartRef(str(benchlib.CHARTS_DIR / chart)),
             wait=False,
         )
         started = time.perf_counter()

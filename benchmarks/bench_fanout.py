@@ -36,7 +36,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.kube.kubeconfig import load_kubeconfig
 from reconciler.kube.live import LiveIndex
 from reconciler.model.kube_object import KubeObject
-from reconciler.model.task import Task
+from reconciler.model.task import ChartRef, Task
 
 NAME = "fanout"
 CHART = benchlib.CHARTS_DIR / "podinfo"
@@ -149,7 +149,7 @@ async def one_pass(
             component="podinfo",
             namespace=f"fan{n}-{i:04d}",
             version="bench",
-            chart=str(CHART),
+            source=ChartRef(str(CHART)),
             configuration=UPGRADE if label == "upgrade" else HEADLESS,
             wait=False,
         )

@@ -23,10 +23,10 @@ import benchlib
 
 from reconciler.infra.install import install_crds
 from reconciler.infra.manager import InfraManager
-from reconciler.infra.resources import API_VERSION, KYMA_NAME, RUNTIME_ID
 from reconciler.infra.settings import InfraSettings
 from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
+from reconciler.model.infrastructure import API_VERSION, KYMA_NAME, RUNTIME_ID
 from reconciler.observability.logging import configure_logging
 from reconciler.util.polling import poll_until
 

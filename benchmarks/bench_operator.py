@@ -26,9 +26,9 @@ import benchlib
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION
-from reconciler.operator.runtime import Operator
+from reconciler.model.lifecycle import API_VERSION
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.util.polling import poll_until
 

@@ -8,8 +8,10 @@ is read from the document itself, so the page and this test cannot drift apart.
 
 The rules: only the CLI's `dev-cluster` command imports the test bed (`reconciler.devcluster`);
 no module imports from a layer above its own; no two modules, and no two packages, import each
-other, directly or through others; the API's authenticators never import `api/auth.py`, which
-combines them. Every failure names the importing file, its line and the import statement.
+other, directly or through others; inside the operator, no module imports from a wing above its
+own (the second table of the page) and no two wings import each other; the API's authenticators
+never import `api/auth.py`, which combines them. Every failure names the importing file, its
+line and the import statement.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ SRC = REPO / "src"
 PACKAGE = SRC / "reconciler"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 LAYER_BLOCK_START = "<!-- layers: highest first; enforced by tests/test_architecture.py -->"
+WING_BLOCK_START = "<!-- operator wings: highest first; enforced by tests/test_architecture.py -->"
+OPERATOR = "reconciler.operator"
 TEST_BED = "reconciler.devcluster"
 TEST_BED_USERS = ("reconciler.cli.devcluster",)
 
@@ -105,13 +109,14 @@ class Layer:
     """Dotted prefixes (`reconciler.api`) or exact modules (`reconciler.remote.client`)."""
 
 
-def documented_layers() -> list[Layer]:
-    """The layer table of `docs/architecture.md`, highest layer first. A row starting with paths
-    (relative to `src/reconciler/`), then `──` and the layer's name and purpose, opens a layer;
-    the lines below it, up to the next `──`, continue it (more paths left of the `──` column)."""
+def documented_layers(marker: str = LAYER_BLOCK_START) -> list[Layer]:
+    """The layer table of `docs/architecture.md` under `marker` (the project's layers, or the
+    operator's wings), highest layer first. A row starting with paths (relative to
+    `src/reconciler/`), then `──` and the layer's name and purpose, opens a layer; the lines
+    below it, up to the next `──`, continue it (more paths left of the `──` column)."""
     text = ARCHITECTURE.read_text()
-    assert LAYER_BLOCK_START in text, f"{ARCHITECTURE} lost its layer table ({LAYER_BLOCK_START})"
-    block = text.split(LAYER_BLOCK_START, 1)[1].split("```")[1]
+    assert marker in text, f"{ARCHITECTURE} lost its layer table ({marker})"
+    block = text.split(marker, 1)[1].split("```")[1]
     rows: list[tuple[str, list[str]]] = []
     column = 0
     for line in block.splitlines()[1:]:
@@ -142,6 +147,13 @@ def layer_of(module: str, layers: list[Layer]) -> Layer | None:
         if module == member or (member != "reconciler" and module.startswith(member + "."))
     ]
     return max(matches, key=lambda match: match[0])[1] if matches else None
+
+
+def wing_of(module: str, wings: list[Layer]) -> str:
+    """The most specific entry of the operator's wing table naming `module`."""
+    entries = [member for wing in wings for member in wing.members]
+    named = [m for m in entries if module == m or module.startswith(m + ".")]
+    return max(named, key=len) if named else module
 
 
 def package_of(module: str) -> str:
@@ -238,13 +250,18 @@ def test_every_module_belongs_to_a_documented_layer() -> None:
     assert not stale, f"the layer table of {ARCHITECTURE.name} names what does not exist: {stale}"
 
 
-def test_no_module_imports_from_a_higher_layer() -> None:
-    layers = documented_layers()
+def upward(imports: Sequence[Import], layers: list[Layer]) -> list[str]:
+    """The imports of a module from a layer above its own, each with the layers' names."""
     offenders = []
-    for found in import_graph():
+    for found in imports:
         mine, theirs = layer_of(found.importer, layers), layer_of(found.target, layers)
         if mine is not None and theirs is not None and theirs.rank < mine.rank:
             offenders.append(f"{found}  ({mine.name} imports {theirs.name})")
+    return offenders
+
+
+def test_no_module_imports_from_a_higher_layer() -> None:
+    offenders = upward(import_graph(), documented_layers())
     assert not offenders, "imports against the layers:\n" + "\n".join(offenders)
 
 
@@ -283,11 +300,54 @@ def test_the_graph_sees_local_and_type_checking_imports() -> None:
     `TYPE_CHECKING` are in it, as are relative imports, resolved to the submodule they load."""
     graph = import_graph()
     edges = {(found.importer, found.target) for found in graph}
-    # core/actions.py imports the chart provider only for type checking.
-    assert ("reconciler.core.actions", "reconciler.core.charts") in edges
+    # kube/live.py imports the cluster only for type checking.
+    assert ("reconciler.kube.live", "reconciler.kube.cluster") in edges
     # devcluster/__init__.py loads its heavy modules inside `__getattr__`.
     assert ("reconciler.devcluster", "reconciler.devcluster.postgres") in edges
     assert all(found.line > 0 and found.statement.startswith(("from", "import")) for found in graph)
+
+
+def _operator_imports() -> list[Import]:
+    """Imports from one module of the operator to another (the package's own `__init__` holds
+    only its docstring and is in no wing)."""
+    inside = (OPERATOR + ".",)
+    return [
+        found
+        for found in import_graph()
+        if found.importer.startswith(inside) and found.target.startswith(inside)
+    ]
+
+
+def test_every_operator_module_has_a_wing() -> None:
+    wings = documented_layers(WING_BLOCK_START)
+    modules = project_modules()
+    orphans = [
+        name
+        for name in modules
+        if name.startswith(OPERATOR + ".") and layer_of(name, wings) is None
+    ]
+    assert not orphans, f"operator modules missing from the wing table: {orphans}"
+    stale = [member for wing in wings for member in wing.members if member not in modules]
+    assert not stale, f"the wing table of {ARCHITECTURE.name} names what does not exist: {stale}"
+
+
+def test_no_operator_module_imports_from_a_higher_wing() -> None:
+    """The operator's inner rule, as kopf's import contracts: the runtime wires the controllers
+    and the watcher, they use the catalog, the catalog uses the clusters, and the shared
+    modules (settings, metrics, settled runs) use none of them."""
+    offenders = upward(_operator_imports(), documented_layers(WING_BLOCK_START))
+    assert not offenders, "imports against the operator's wings:\n" + "\n".join(offenders)
+
+
+def test_no_import_cycles_between_operator_wings() -> None:
+    """Wings of one row (the controllers and the watcher) use each other only one way round."""
+    wings = documented_layers(WING_BLOCK_START)
+
+    def node_of(module: str) -> str:
+        return wing_of(module, wings)
+
+    cycles = find_cycles(_operator_imports(), node_of)
+    assert not cycles, "import cycles between operator wings:\n" + _describe(cycles, node_of)
 
 
 def test_a_cycle_is_reported_as_the_imports_that_close_it() -> None:

@@ -2,8 +2,10 @@
 
 This module is the public surface for Python users, chiefly the authors of component actions
 (entry-point group `reconciler.actions`): `ActionContext` is what every hook receives, and its
-parts (`Task`, `Cluster`, `KubeObject`) are here too, so a plug-in imports from `reconciler` and
-nothing deeper. Everything else is internal and may move.
+parts (`Task` with its source, `ChartRef` | `RawManifest` | `GivenObjects`; `ClusterActions`,
+what an action may do with the cluster, which the `Cluster` given does; `KubeObject`) are here
+too, so a plug-in imports from `reconciler` and nothing deeper.
+Everything else is internal and may move.
 
 The names load on first use (PEP 562): the CLI imports this package at every start, and the
 action API pulls in `importlib.metadata`, pydantic and the cluster client, which a `--help`
@@ -18,21 +20,31 @@ TYPE_CHECKING = False  # `typing` alone costs more to import than this whole mod
 if TYPE_CHECKING:
     from typing import Any
 
-    from reconciler.core.actions import ENTRY_POINT_GROUP, HOOKS, ActionContext, ActionError
+    from reconciler.core.actions import (
+        ENTRY_POINT_GROUP,
+        HOOKS,
+        ActionContext,
+        ActionError,
+        ClusterActions,
+    )
     from reconciler.errors import ReconcilerError
     from reconciler.kube.cluster import Cluster
     from reconciler.model.kube_object import KubeObject
-    from reconciler.model.task import Task, TaskType
+    from reconciler.model.task import ChartRef, GivenObjects, RawManifest, Task, TaskType
 
 _EXPORTS = {
     "ActionContext": "reconciler.core.actions",
     "ActionError": "reconciler.core.actions",
     "ENTRY_POINT_GROUP": "reconciler.core.actions",
     "HOOKS": "reconciler.core.actions",
+    "ClusterActions": "reconciler.core.actions",
     "Cluster": "reconciler.kube.cluster",
     "KubeObject": "reconciler.model.kube_object",
     "ReconcilerError": "reconciler.errors",
     "Task": "reconciler.model.task",
+    "ChartRef": "reconciler.model.task",
+    "RawManifest": "reconciler.model.task",
+    "GivenObjects": "reconciler.model.task",
     "TaskType": "reconciler.model.task",
 }
 
@@ -41,8 +53,12 @@ __all__ = [
     "HOOKS",
     "ActionContext",
     "ActionError",
+    "ChartRef",
     "Cluster",
+    "ClusterActions",
+    "GivenObjects",
     "KubeObject",
+    "RawManifest",
     "ReconcilerError",
     "Task",
     "TaskType",

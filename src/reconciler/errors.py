@@ -3,6 +3,10 @@
 Entry points turn these into exit codes and HTTP errors in one place; the messages are written for
 the person reading them and always name the object, component or file concerned and the cause.
 Nothing here may carry secret material (kubeconfigs, secret values) in its message.
+
+Each error says whether retrying may help (kopf's temporary/permanent errors): `transient`, the
+same work may succeed when tried again later (the drivers retry it and report the rest as
+final); `KubeApiError.retryable`, the same request may succeed when sent again at once.
 """
 
 from __future__ import annotations
@@ -11,9 +15,14 @@ from __future__ import annotations
 class ReconcilerError(Exception):
     """Base class: an expected failure with a message fit for a user."""
 
+    transient: bool = False
+    """Whether the cause may pass by itself, so trying the same work again later may succeed."""
+
 
 class WaitTimeout(ReconcilerError):
     """A condition did not become true before its deadline."""
+
+    transient = True
 
 
 class DevClusterError(ReconcilerError):
@@ -27,6 +36,25 @@ class KubeconfigError(ReconcilerError):
 class ClusterUnreachable(ReconcilerError):
     """The cluster's apiserver could not be contacted."""
 
+    transient = True
+
+
+class KubeApiError(ReconcilerError):
+    """The apiserver answered with an error status."""
+
+    RETRYABLE = frozenset({409, 429, 500, 502, 503, 504})
+    """A conflict, throttling, or an apiserver briefly failing."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed when sent again at once."""
+        return self.status in self.RETRYABLE
+
 
 class ChartError(ReconcilerError):
     """A chart cannot be fetched, loaded or rendered."""
@@ -38,6 +66,8 @@ class ApplyError(ReconcilerError):
 
 class ReadinessTimeout(ReconcilerError):
     """Objects did not become ready before the deadline; the message says which and why."""
+
+    transient = True
 
 
 class NotFoundError(ReconcilerError):

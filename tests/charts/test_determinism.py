@@ -15,7 +15,7 @@ from reconciler.charts.determinism import chart_varying_calls, varying_calls
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.model.component import CRDS_COMPONENT
-from reconciler.model.task import Task
+from reconciler.model.task import ChartRef, Task
 from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "charts"
@@ -98,7 +98,7 @@ async def test_provider_reads_a_chart_once_per_file_tree_and_checks_the_tasks_va
         return real(chart_dir)
 
     monkeypatch.setattr("reconciler.core.charts.chart_varying_calls", counted)
-    task = Task(component="web", namespace="a", version="1", chart=str(chart))
+    task = Task(component="web", namespace="a", version="1", source=ChartRef(str(chart)))
     assert not await provider.may_vary(task)
     assert not await provider.may_vary(Task(**{**task.__dict__, "namespace": "b"}))
     assert len(reads) == 1  # cached by the chart's file tree, not per release
@@ -110,5 +110,7 @@ async def test_provider_reads_a_chart_once_per_file_tree_and_checks_the_tasks_va
     assert await provider.may_vary(task)  # a new file tree is read again
     assert len(reads) == 2
 
-    crds = Task(component=CRDS_COMPONENT, namespace="a", version="1", chart=str(tmp_path))
+    crds = Task(
+        component=CRDS_COMPONENT, namespace="a", version="1", source=ChartRef(str(tmp_path))
+    )
     assert not await provider.may_vary(crds)  # CRD files are not templates

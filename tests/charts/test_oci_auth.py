@@ -19,11 +19,11 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from reconciler.charts.layers import RawManifestLayers
 from reconciler.charts.sources import ChartCache
 from reconciler.devcluster.pki import generate_pki
 from reconciler.devcluster.registry import OciRegistry, TokenAuth
 from reconciler.errors import ChartError
-from reconciler.operator.layers import RawManifestLayers
 from tests.charts.support import FIXTURE_CHARTS
 from tests.helpers.http import serving
 from tests.helpers.oci import push_chart

@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from reconciler.cli.main import app
-from reconciler.kube import inventory
+from reconciler.kube import records
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
 from tests.conftest import ClusterFactory, KubeTarget
@@ -299,7 +299,7 @@ async def test_chart_that_fails_to_render_names_component_and_applies_nothing(
     assert "component broken" in broken["error"]
     assert "boom" in broken["error"]
     async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
-        assert await inventory.read(cluster, "broken", "cli-test") is None
+        assert await records.read(cluster, "broken", "cli-test") is None
 
 
 async def test_rejected_object_names_component_and_cause_and_keeps_the_record(
@@ -322,7 +322,7 @@ async def test_rejected_object_names_component_and_cause_and_keeps_the_record(
     assert error.startswith("component rejected: ")
     assert "configmap cli-test/NOT_OK: rejected by the apiserver" in error
     async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
-        record = await inventory.read(cluster, "rejected", "cli-test")
+        record = await records.read(cluster, "rejected", "cli-test")
         assert record is not None
         assert {e.name for e in record.entries} >= {"ok", "NOT_OK"}
     shutil.rmtree(ws)

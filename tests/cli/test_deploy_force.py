@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reconciler.kube import inventory
+from reconciler.kube import records
 from reconciler.kube.cluster import Cluster
 from tests.cli.test_deploy_cli import invoke_async, summary, workspace
 from tests.conftest import ClusterFactory
@@ -33,7 +33,7 @@ async def test_unchanged_deploy_applies_nothing_and_force_applies_everything(
     for _ in range(2):
         assert (await invoke_async("deploy", *args, "--regenerate")).exit_code == 0
         async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
-            record = await inventory.read(cluster, "forced", "cli-test")
+            record = await records.read(cluster, "forced", "cli-test")
         assert record is not None
         tokens.add(record.regenerated)
     assert len(tokens) == 2

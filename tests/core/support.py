@@ -8,7 +8,7 @@ from reconciler.core.results import Outcome
 from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
-from reconciler.model.task import Task, TaskType
+from reconciler.model.task import ChartRef, Task, TaskType
 from tests.charts.support import FIXTURE_CHARTS
 
 
@@ -26,7 +26,7 @@ async def run(
         component=chart,
         namespace=namespace,
         version="1.0.0",
-        chart=str(FIXTURE_CHARTS / chart),
+        source=ChartRef(str(FIXTURE_CHARTS / chart)),
         configuration=configuration or {},
         type=TaskType.DELETE if delete else TaskType.RECONCILE,
         timeout=30,

@@ -13,7 +13,7 @@ from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
 from reconciler.model.component import ComponentSet
 from reconciler.model.plan import Plan, plan_components
-from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
+from reconciler.model.task import ChartRef, ProgressEvent, ProgressState, Task, TaskType
 from reconciler.util.polling import poll_until
 from tests.helpers.charts import CONFIGMAPS, make_chart
 
@@ -32,7 +32,7 @@ def _set(tmp_path: Path, namespace: str) -> tuple[Plan, dict[str, Task]]:
             component=name,
             namespace=f"{namespace}-{name}",
             version="1",
-            chart=str(chart),
+            source=ChartRef(str(chart)),
             wait=False,
             timeout=60,
         )

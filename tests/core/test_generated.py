@@ -13,7 +13,7 @@ from reconciler.core.generated import differing_paths, keep_live
 from reconciler.core.runner import ComponentReconciler
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
-from reconciler.model.task import Task
+from reconciler.model.task import ChartRef, Task
 from tests.helpers.charts import CONFIGMAPS, make_chart
 
 CHART = Path(__file__).parents[1] / "fixtures" / "charts" / "generated"
@@ -28,7 +28,7 @@ class CountingProvider(HelmChartProvider):
 
 
 def gen(namespace: str, **changes: Any) -> Task:
-    base = Task("gen", namespace, "1", str(CHART), timeout=60, wait=False)
+    base = Task("gen", namespace, "1", ChartRef(str(CHART)), timeout=60, wait=False)
     return Task(**{**base.__dict__, **changes})
 
 
@@ -117,7 +117,7 @@ async def test_a_chart_renders_twice_only_when_it_may_vary_and_objects_exist(
     reconciler = ComponentReconciler(provider)
 
     def task(chart: Path, component: str, **changes: Any) -> Task:
-        base = Task(component, namespace, "1", str(chart), timeout=60, wait=False)
+        base = Task(component, namespace, "1", ChartRef(str(chart)), timeout=60, wait=False)
         return Task(**{**base.__dict__, **changes})
 
     assert (await reconciler.run(task(plain, "plain"), cluster)).ok

@@ -17,7 +17,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.model.component import ComponentSet
 from reconciler.model.kube_object import KubeObject
 from reconciler.model.plan import plan_components
-from reconciler.model.task import Task
+from reconciler.model.task import ChartRef, Task
 from tests.helpers.charts import CONFIGMAPS, make_chart
 
 
@@ -49,7 +49,9 @@ def charts(tmp_path: Path) -> CountingCharts:
 
 def web_task(tmp_path: Path, namespace: str, name: str = "web") -> Task:
     chart = make_chart(tmp_path, name, {"cms.yaml": CONFIGMAPS}, {"configmaps": [f"{name}-a"]})
-    return Task(component=name, namespace=namespace, version="1", chart=str(chart), wait=False)
+    return Task(
+        component=name, namespace=namespace, version="1", source=ChartRef(str(chart)), wait=False
+    )
 
 
 async def test_a_render_made_ahead_is_the_one_the_turn_uses(

@@ -13,17 +13,23 @@ from reconciler.charts.sources import ChartCache
 from reconciler.core.actions import ActionContext, ActionRegistry
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
-from reconciler.kube import inventory
+from reconciler.kube import records
 from reconciler.kube.cluster import Cluster
 from reconciler.model.kube_object import KubeObject
-from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
+from reconciler.model.task import ChartRef, ProgressEvent, ProgressState, Task, TaskType
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
 from tests.helpers.counting import recording_cluster
 
 
 def task(chart: Path, namespace: str, **changes: Any) -> Task:
-    base = Task(component="web", namespace=namespace, version="1.0.0", chart=str(chart), timeout=30)
+    base = Task(
+        component="web",
+        namespace=namespace,
+        version="1.0.0",
+        source=ChartRef(str(chart)),
+        timeout=30,
+    )
     return Task(**{**base.__dict__, **changes})
 
 
@@ -64,7 +70,7 @@ async def test_reconcile_applies_labels_records_inventory_and_waits_until_ready(
     assert live.labels["reconciler.kyma-project.io/managed-by"] == "reconciler"
     assert live.labels["reconciler.kyma-project.io/origin-version"] == "1.0.0"
     assert live.raw["status"]["availableReplicas"] == 2
-    record = await inventory.read(cluster, "web", namespace)
+    record = await records.read(cluster, "web", namespace)
     assert record is not None
     assert record.state == "applied"
     assert {e.name for e in record.entries} == {"web", "a", "b"}
@@ -128,7 +134,7 @@ async def test_upgrade_prunes_what_the_new_version_no_longer_renders(
     assert set(await resource_versions(cluster, namespace)) == {
         "ConfigMap/a",
         "ConfigMap/kube-root-ca.crt",
-        f"ConfigMap/{inventory.configmap_name('web')}",
+        f"ConfigMap/{records.configmap_name('web')}",
     }
 
 
@@ -169,7 +175,7 @@ async def test_broken_template_fails_with_the_chart_named(
     assert not outcome.ok
     assert "component web" in outcome.error
     assert "bad.yaml" in outcome.error
-    assert await inventory.read(cluster, "web", namespace) is None
+    assert await records.read(cluster, "web", namespace) is None
 
 
 async def test_rejected_object_is_named_and_the_record_still_lists_what_was_attempted(
@@ -181,7 +187,7 @@ async def test_rejected_object_is_named_and_the_record_still_lists_what_was_atte
     outcome = await reconciler.run(task(chart, namespace), cluster)
     assert not outcome.ok
     assert "Bad_Name" in outcome.error
-    record = await inventory.read(cluster, "web", namespace)
+    record = await records.read(cluster, "web", namespace)
     assert record is not None
     assert record.state == "applying"
     assert {e.name for e in record.entries} >= {"good", "Bad_Name"}
@@ -252,7 +258,7 @@ async def test_a_namespace_the_component_creates_is_created_once_and_recorded(
                 ("PATCH", f"/api/v1/namespaces/{fresh}"),
             ]
             assert ("", "Namespace", "", fresh) in outcome.changed
-            record = await inventory.read(cluster, "web", fresh)
+            record = await records.read(cluster, "web", fresh)
             assert record is not None
             assert {(e.kind, e.name) for e in record.entries} == {
                 ("Namespace", fresh),
@@ -299,10 +305,10 @@ async def test_components_creating_their_namespace_together_leave_it_one_owner(
                 return client.take()
 
             await run_all()
-            records = [await inventory.read(cluster, name, fresh) for name in names]
+            found = [await records.read(cluster, name, fresh) for name in names]
             owners = [
                 record.component
-                for record in records
+                for record in found
                 if record and any(e.kind == "Namespace" for e in record.entries)
             ]
             assert len(owners) == 1, owners

@@ -16,12 +16,12 @@ from reconciler.charts.render import Capabilities
 from reconciler.charts.sources import ChartCache
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
-from reconciler.kube import inventory
+from reconciler.kube import records
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.live import LiveIndex
 from reconciler.model.component import CRDS_COMPONENT
 from reconciler.model.kube_object import KubeObject
-from reconciler.model.task import Task
+from reconciler.model.task import ChartRef, Task
 from tests.conftest import KubeTarget
 from tests.helpers.charts import CONFIGMAPS, DEPLOYMENT, make_chart
 from tests.helpers.counting import RecordingKubeClient, recording_cluster
@@ -55,7 +55,12 @@ async def bench(kube_cluster: KubeTarget, tmp_path: Path) -> AsyncIterator[Bench
 
 def web(chart: Path, namespace: str, **changes: Any) -> Task:
     base = Task(
-        component="web", namespace=namespace, version="1", chart=str(chart), timeout=60, wait=False
+        component="web",
+        namespace=namespace,
+        version="1",
+        source=ChartRef(str(chart)),
+        timeout=60,
+        wait=False,
     )
     return Task(**{**base.__dict__, **changes})
 
@@ -112,7 +117,7 @@ async def test_editing_one_object_reapplies_exactly_that_object(
     outcome = await ComponentReconciler(provider).run(web(chart, namespace), cluster)  # no cache
     assert outcome.ok, outcome.error
     assert [key.name for key in outcome.changed] == ["b"]
-    assert patches(client.take()) == ["b", inventory.configmap_name("web")]
+    assert patches(client.take()) == ["b", records.configmap_name("web")]
     after = await versions(cluster, namespace)
     assert {n: after[n] for n in ("a", "c")} == {n: before[n] for n in ("a", "c")}
     assert after["b"] != before["b"]
@@ -155,7 +160,7 @@ async def test_a_deleted_object_is_recreated(bench: Bench, namespace: str, tmp_p
     outcome = await reconciler.run(web(chart, namespace), cluster)
     assert outcome.ok
     assert [key.name for key in outcome.changed] == ["a"]
-    assert patches(client.take()) == ["a", inventory.configmap_name("web")]
+    assert patches(client.take()) == ["a", records.configmap_name("web")]
 
 
 async def test_force_and_age_and_new_inputs_apply_everything(
@@ -187,7 +192,7 @@ async def test_ready_workloads_need_no_wait_and_status_writes_are_not_drift(
     outcome = await reconciler.run(web(chart, namespace, wait=True), cluster)
     assert outcome.ok, outcome.error
     assert outcome.applied == 0
-    assert [p for p in patches(client.take()) if p != inventory.configmap_name("web")] == []
+    assert [p for p in patches(client.take()) if p != records.configmap_name("web")] == []
 
 
 async def test_a_shared_index_reads_every_component_of_a_run_with_one_list_per_kind(
@@ -230,11 +235,11 @@ async def test_each_run_hands_back_the_record_it_left(
 
     async def matches_the_cluster(run_outcome: Any) -> None:
         assert run_outcome.ok, run_outcome.error
-        stored = await inventory.read(cluster, "web", namespace)
+        stored = await records.read(cluster, "web", namespace)
         assert stored is not None
         assert run_outcome.record is not None
 
-        def essence(record: inventory.Inventory) -> tuple[Any, ...]:
+        def essence(record: records.Record) -> tuple[Any, ...]:
             entries = sorted((repr(e.key), repr(asdict(e))) for e in record.entries)
             return (record.state, record.digest, record.version, entries)
 
@@ -264,7 +269,7 @@ async def test_the_crds_step_rerun_right_after_installing_its_crds_takes_the_fas
         component=CRDS_COMPONENT,
         namespace=namespace,
         version="1",
-        chart=str(tmp_path / "workspace"),
+        source=ChartRef(str(tmp_path / "workspace")),
         wait=False,
     )
     try:

@@ -15,7 +15,7 @@ from reconciler.charts.workspace import Workspace
 from reconciler.errors import ChartError
 from reconciler.infra.crds import all_crds as infra_crds
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.crds import all_crds
+from reconciler.operator.clusters.crds import all_crds
 from tests.cli.test_deploy_cli import invoke_async
 from tests.conftest import KubeTarget
 from tests.deploy.chart import (

@@ -31,8 +31,8 @@ from reconciler.devcluster.ports import free_ports
 from reconciler.devcluster.processes import tied_to_parent
 from reconciler.infra.install import install_crds as install_infra_crds
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.install import install_crds
-from reconciler.operator.resources import SYNC
+from reconciler.model.lifecycle import SYNC
+from reconciler.operator.clusters.install import install_crds
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.deploy.chart import CHART, render

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.operator.deploy import all_objects
+from reconciler.operator.runtime.deploy import all_objects
 from reconciler.operator.watcher.settings import WatcherSettings
 from tests.deploy.chart import EVERYTHING, by_kind, render
 

@@ -20,9 +20,7 @@ import structlog
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import ConfigMap
 
-from reconciler import ActionContext, Cluster, Task
-from reconciler.charts.sources import ChartCache
-from reconciler.core.charts import HelmChartProvider
+from reconciler import ActionContext, ChartRef, Cluster, Task
 from tests.conftest import KubeTarget
 from tests.examples.sample import EXAMPLES
 
@@ -51,8 +49,7 @@ async def cluster(kube_cluster: KubeTarget) -> AsyncIterator[Cluster]:
 
 def context(task: Task, cluster: Cluster, tmp_path: Path) -> ActionContext:
     """The context the reconciler hands every hook, built from the public API only."""
-    charts = HelmChartProvider(ChartCache(tmp_path / "charts"))
-    return ActionContext(task=task, kube=cluster, charts=charts, logger=structlog.get_logger())
+    return ActionContext(task=task, kube=cluster, logger=structlog.get_logger())
 
 
 def serverless_task(namespace: str = "kyma-system", version: str = "2.4.0") -> Task:
@@ -60,7 +57,7 @@ def serverless_task(namespace: str = "kyma-system", version: str = "2.4.0") -> T
         component="serverless",
         namespace=namespace,
         version=version,
-        chart=str(EXAMPLES / "kyma-like" / "resources" / "serverless"),
+        source=ChartRef(str(EXAMPLES / "kyma-like" / "resources" / "serverless")),
     )
 
 

@@ -10,14 +10,14 @@ import yaml
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.install import install_crds
-from reconciler.operator.resources import (
+from reconciler.model.lifecycle import (
     API_VERSION,
     KymaSpec,
     ModuleReleaseMetaSpec,
     ModuleTemplateSpec,
 )
-from reconciler.operator.runtime import Operator
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget

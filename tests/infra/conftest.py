@@ -19,10 +19,10 @@ from reconciler.errors import WaitTimeout
 from reconciler.infra.gardener import Gardener, RateLimiter
 from reconciler.infra.install import install_crds
 from reconciler.infra.manager import InfraManager
-from reconciler.infra.resources import API_VERSION
 from reconciler.infra.settings import InfraSettings
 from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
+from reconciler.model.infrastructure import API_VERSION
 from reconciler.util.polling import poll_until
 from tests.conftest import ClusterFactory, KubeTarget
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.infra.resources import API_VERSION, KYMA_NAME, RUNTIME_ID
+from reconciler.model.infrastructure import API_VERSION, KYMA_NAME, RUNTIME_ID
 
 
 def worker(name: str = "cpu-worker-0", maximum: int = 3, **extra: Any) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import yaml
 
 from reconciler.infra.crds import all_crds
 from reconciler.infra.install import install_crds
-from reconciler.infra.resources import VERSION
 from reconciler.kube.cluster import Cluster
+from reconciler.model.infrastructure import VERSION
 from tests.conftest import KubeTarget
 from tests.helpers.crds import differences, version_of
 from tests.infra.samples import runtime, worker

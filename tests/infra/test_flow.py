@@ -12,7 +12,10 @@ import pytest
 from reconciler.devcluster.gardener import FAULT
 from reconciler.infra.gardener import GardenerError
 from reconciler.infra.kubeconfigs import secret_name
-from reconciler.infra.resources import (
+from reconciler.infra.states import binding_name
+from reconciler.kube.client import KubeClient
+from reconciler.kube.cluster import Cluster
+from reconciler.model.infrastructure import (
     API_VERSION,
     FINALIZER,
     KYMA_NAME,
@@ -20,9 +23,6 @@ from reconciler.infra.resources import (
     RUNTIME_ID,
     SHOOT_NAME,
 )
-from reconciler.infra.states import binding_name
-from reconciler.kube.client import KubeClient
-from reconciler.kube.cluster import Cluster
 from reconciler.util.polling import poll_until
 from tests.infra.conftest import World
 from tests.infra.samples import runtime, worker

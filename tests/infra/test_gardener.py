@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from reconciler.devcluster.gardener import DURATION, FAULT
+from reconciler.errors import KubeApiError
 from reconciler.infra.gardener import API, SHOOT_API_VERSION, GardenerError, RateLimiter
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.kube.client import KubeClient
 from reconciler.util.polling import poll_until
 from tests.infra.conftest import Garden
 

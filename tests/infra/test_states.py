@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from reconciler.infra.resources import FINALIZER, FORCE_ROTATION, LAST_SYNC, SHOOT_GENERATION
 from reconciler.infra.shoot import shoot_for, written_generation
 from reconciler.infra.states import (
     EXPIRES_AT,
@@ -19,6 +18,7 @@ from reconciler.infra.states import (
     set_condition,
     shoot_progress,
 )
+from reconciler.model.infrastructure import FINALIZER, FORCE_ROTATION, LAST_SYNC, SHOOT_GENERATION
 from tests.infra.samples import runtime, worker
 
 NOW = dt.datetime(2026, 11, 24, 12, 0, tzinfo=dt.UTC)

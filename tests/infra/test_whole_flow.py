@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.charts.sources import ChartCache
-from reconciler.operator.install import install_crds
-from reconciler.operator.runtime import Operator
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.util.polling import poll_until
 from tests.infra.conftest import World

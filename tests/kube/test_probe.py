@@ -8,8 +8,8 @@ import yaml
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from reconciler.errors import ClusterUnreachable
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.errors import ClusterUnreachable, KubeApiError
+from reconciler.kube.client import KubeClient
 from reconciler.kube.probe import connect_check
 from reconciler.util.secrecy import EXCERPT_LIMIT
 from tests.remote.support import serve_app

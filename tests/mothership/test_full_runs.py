@@ -19,7 +19,7 @@ from reconciler.model.cluster import ClusterSpec
 from reconciler.model.operation import Operation
 from reconciler.model.remote import RemoteTask
 from reconciler.model.status import OperationState, OperationType
-from reconciler.model.task import Task
+from reconciler.model.task import ChartRef, Task
 from reconciler.mothership.invoker import InProcessInvoker
 from reconciler.mothership.planner import Planner
 from reconciler.mothership.settings import Settings
@@ -52,7 +52,7 @@ def test_no_count_means_no_full_run_but_a_retry_always_is_one() -> None:
 
 
 def test_force_and_regenerate_travel_to_a_remote_component_reconciler() -> None:
-    task = Task("web", "ns", "1", "/c", correlation_id="c", force=True, regenerate="r1")
+    task = Task("web", "ns", "1", ChartRef("/c"), correlation_id="c", force=True, regenerate="r1")
     wire = RemoteTask.of(task, kubeconfig="k", callback_url="http://cb", max_retries=1)
     back = RemoteTask.model_validate_json(wire.model_dump_json(by_alias=True)).to_task()
     assert (back.force, back.regenerate) == (True, "r1")

@@ -6,7 +6,7 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from reconciler.operator.resources import API_VERSION
+from reconciler.model.lifecycle import API_VERSION
 
 CRD_GROUP = "modules.test.example.com"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from reconciler.errors import ApplyError
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.resources import API_VERSION
+from reconciler.model.lifecycle import API_VERSION
 from tests.operator import modules
 from tests.operator.conftest import World
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.operator.runtime import Operator
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.util.stacks import dump_stacks
 
 START_TIMEOUT = 30.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from reconciler.operator.runtime import AGGREGATE_DELAY
+from reconciler.operator.runtime.wiring import AGGREGATE_DELAY
 from tests.operator import modules
 from tests.operator.conftest import World
 

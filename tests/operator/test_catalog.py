@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.operator.catalog import CatalogError, resolve, version_key
-from reconciler.operator.remote_catalog import offered
-from reconciler.operator.resources import Module
+from reconciler.model.lifecycle import Module
+from reconciler.operator.catalog.resolve import CatalogError, resolve, version_key
+from reconciler.operator.controllers.remote_catalog import offered
 from tests.operator.modules import kyma as modules_kyma
 from tests.operator.modules import release_meta, template
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from reconciler.operator.fleet import FleetIndex
+from reconciler.operator.clusters.fleet import FleetIndex
 from tests.operator import modules
 from tests.operator.conftest import World
 from tests.operator.running import reconciles

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from reconciler.kube.cluster import Cluster
-from reconciler.operator import crds
-from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION, KINDS, VERSION
+from reconciler.model.lifecycle import API_VERSION, KINDS, VERSION
+from reconciler.operator.clusters import crds
+from reconciler.operator.clusters.install import install_crds
 from tests.conftest import KubeTarget
 from tests.helpers.crds import differences, version_of
 

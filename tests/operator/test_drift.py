@@ -8,8 +8,8 @@ import time
 from prometheus_client import generate_latest
 
 from reconciler.kube.client import FIELD_MANAGER
-from reconciler.operator.drift import own_write
-from reconciler.operator.resources import API_VERSION
+from reconciler.model.lifecycle import API_VERSION
+from reconciler.operator.clusters.drift import own_write
 from tests.operator import modules
 from tests.operator.conftest import SETTINGS, World
 

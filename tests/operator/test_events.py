@@ -8,9 +8,9 @@ from pathlib import Path
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.events import RemoteEvent, RemoteEvents
-from reconciler.operator.runtime import Operator
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.operator.settings import OperatorSettings
+from reconciler.operator.watcher.events import RemoteEvent, RemoteEvents
 from tests.conftest import KubeTarget
 
 EVENT = RemoteEvent(

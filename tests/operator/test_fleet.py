@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.operator.fleet import FleetIndex
-from reconciler.operator.resources import KYMA_NAME, MANIFEST_FINALIZER
-from reconciler.operator.runtime import _essence as essence
+from reconciler.model.lifecycle import KYMA_NAME, MANIFEST_FINALIZER
+from reconciler.operator.clusters.fleet import FleetIndex
+from reconciler.operator.runtime.wiring import _essence as essence
 
 
 def _body(name: str, kyma: str, version: str = "1", namespace: str = "kcp") -> dict[str, Any]:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.control import ControlPlane
-from reconciler.operator.events import RemoteEvent
-from reconciler.operator.forward import WATCHED_AT, EventForwarder
-from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION, SYNC
-from reconciler.operator.runtime import Operator
-from reconciler.operator.settings import OperatorSettings
-from reconciler.operator.shards import ShardSettings, shard_of
+from reconciler.model.lifecycle import API_VERSION, SYNC
+from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.forward import WATCHED_AT, EventForwarder
+from reconciler.operator.runtime.shards import shard_of
+from reconciler.operator.runtime.wiring import Operator
+from reconciler.operator.settings import OperatorSettings, ShardSettings
+from reconciler.operator.watcher.events import RemoteEvent
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.operator import modules

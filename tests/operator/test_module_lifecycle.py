@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.operator.resources import API_VERSION
+from reconciler.model.lifecycle import API_VERSION
 from tests.operator import modules
 from tests.operator.conftest import World
 

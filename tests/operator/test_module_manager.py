@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.devcluster.processes import tied_to_parent
-from reconciler.operator.resources import API_VERSION
+from reconciler.model.lifecycle import API_VERSION
 from reconciler.util.polling import poll_until
 from tests.operator import modules
 from tests.operator.conftest import World

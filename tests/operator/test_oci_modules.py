@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from reconciler.operator.resources import API_VERSION
+from reconciler.model.lifecycle import API_VERSION
 from tests.helpers.oci import push_chart, push_layer
 from tests.operator import modules
 from tests.operator.conftest import World

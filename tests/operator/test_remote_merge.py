@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from reconciler.operator.remote_merge import REMOTE_MODULES, merge, remote_names, valid_entries
+from reconciler.operator.controllers.remote_merge import (
+    REMOTE_MODULES,
+    merge,
+    remote_names,
+    valid_entries,
+)
 
 
 def test_remote_entries_are_added_and_their_names_recorded() -> None:

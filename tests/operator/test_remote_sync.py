@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.operator.resources import API_VERSION, MANAGED_BY
+from reconciler.model.lifecycle import API_VERSION, MANAGED_BY
 from tests.operator import modules
 from tests.operator.conftest import World
 from tests.operator.remote import remote_kyma, remote_kyma_ready, set_remote_modules

@@ -12,8 +12,8 @@ from typing import Any
 
 from reconciler.devcluster.processes import tied_to_parent
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION
+from reconciler.model.lifecycle import API_VERSION
+from reconciler.operator.clusters.install import install_crds
 from tests.conftest import ClusterFactory, KubeTarget
 from tests.operator import modules
 from tests.operator.conftest import World

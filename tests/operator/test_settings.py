@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.operator.manifests import ManifestController
+from reconciler.operator.controllers.manifests import ManifestController
 from reconciler.operator.settings import OperatorSettings
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.install import install_crds
-from reconciler.operator.runtime import Operator
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import SettledRuns
 from tests.conftest import ClusterFactory, KubeTarget

@@ -16,10 +16,11 @@ from pathlib import Path
 import httpx
 
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.control import ControlPlane
-from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION, SYNC
-from reconciler.operator.shards import ShardGate, ShardSettings, shard_of
+from reconciler.model.lifecycle import API_VERSION, SYNC
+from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.shards import ShardGate, shard_of
+from reconciler.operator.settings import ShardSettings
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.operator import modules

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from reconciler.operator.catalog import resolve
-from reconciler.operator.resources import Module
-from reconciler.operator.sources import descriptor_source, install_link
+from reconciler.model.lifecycle import Module
+from reconciler.operator.catalog.resolve import resolve
+from reconciler.operator.catalog.sources import descriptor_source, install_link
 
 BLOB = f"sha256:{'b' * 64}"
 

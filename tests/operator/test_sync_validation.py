@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.operator.sync_validation import (
+from reconciler.operator.controllers.sync_validation import (
     MAX_OBJECT_BYTES,
     MAX_OBJECTS,
     SyncContentError,

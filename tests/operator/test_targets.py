@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.control import ControlPlane
-from reconciler.operator.targets import TargetClusters
+from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.targets import TargetClusters
 from tests.conftest import KubeTarget
 from tests.operator import modules
 

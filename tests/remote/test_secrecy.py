@@ -10,7 +10,7 @@ import pytest
 
 from reconciler.kube.kubeconfig import scrubber
 from reconciler.model.remote import CallbackStatus, RemoteTask
-from reconciler.model.task import Task
+from reconciler.model.task import ChartRef, Task
 from reconciler.observability.logging import configure_logging
 from reconciler.util.secrecy import REDACTED
 from tests.helpers.charts import make_chart, secret_label
@@ -140,7 +140,7 @@ def test_the_mothership_names_the_secret_configuration_keys_in_the_task() -> Non
         component="web",
         namespace="default",
         version="1",
-        chart="/charts/web",
+        source=ChartRef("/charts/web"),
         configuration={"db": {"password": SECRET_VALUE}, "replicas": 2},
         secret_keys=("db.password",),
         correlation_id="c-1",

@@ -18,10 +18,10 @@ from reconciler.cli.signals import stop_within
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.observability.logging import configure_logging
-from reconciler.operator.crds import all_crds
-from reconciler.operator.deploy import all_objects, deploy
-from reconciler.operator.install import install_crds
-from reconciler.operator.runtime import Operator
+from reconciler.operator.clusters.crds import all_crds
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.deploy import all_objects, deploy
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.operator.settings import OperatorSettings
 from reconciler.paths import cache_dir
 from reconciler.version import __version__

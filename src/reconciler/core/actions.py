@@ -13,7 +13,7 @@ import importlib.metadata
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.errors import ReconcilerError
 from reconciler.model.kube_object import KubeObject
@@ -21,9 +21,6 @@ from reconciler.model.task import Task
 
 if TYPE_CHECKING:
     import structlog
-
-    from reconciler.core.charts import ChartProvider
-    from reconciler.kube.cluster import Cluster
 
 ENTRY_POINT_GROUP = "reconciler.actions"
 HOOKS = ("pre_reconcile", "reconcile", "post_reconcile", "pre_delete", "delete", "post_delete")
@@ -33,13 +30,43 @@ class ActionError(ReconcilerError):
     """A component action failed or could not be loaded."""
 
 
+class ClusterActions(Protocol):
+    """What an action may do with the cluster: read, create, apply (server-side, forced, as the
+    reconciler's field manager) and delete single objects, given as `KubeObject`s or dicts.
+    The reconciler hands over its `Cluster`, which does all of this and more; an action keeps
+    to this much, so that it keeps working whatever else the cluster access changes."""
+
+    async def get(self, obj: KubeObject | dict[str, Any]) -> KubeObject | None:
+        """The live object, None when it does not exist."""
+        ...
+
+    async def create(self, obj: KubeObject | dict[str, Any]) -> KubeObject | None:
+        """Create `obj` only if it does not exist yet; None when it does."""
+        ...
+
+    async def apply(self, obj: KubeObject | dict[str, Any]) -> KubeObject:
+        """Server-side apply; the object as the apiserver stored it."""
+        ...
+
+    async def delete(self, obj: KubeObject | dict[str, Any]) -> bool:
+        """Delete `obj`; False when it did not exist (or its kind is not served)."""
+        ...
+
+
 @dataclass
 class ActionContext:
-    """What an action may use. `objects` holds the rendered manifests (empty before render)."""
+    """The one argument of every hook, the same object for all hooks of one run (an action may
+    keep its own notes on it between them).
+
+    `task`: the component's task, as the reconciler runs it. `kube`: the target cluster, as far
+    as an action may use it (`ClusterActions`). `logger`: a structlog logger bound to the
+    component and the run's correlation id. `objects`: the rendered manifests, filled in once
+    they are rendered (empty in `pre_reconcile` and `pre_delete`; after a generic delete, the
+    recorded objects too); the generic steps keep their own list, so changing this one changes
+    nothing but what later hooks see."""
 
     task: Task
-    kube: Cluster
-    charts: ChartProvider
+    kube: ClusterActions
     logger: structlog.typing.FilteringBoundLogger
     objects: list[KubeObject] = field(default_factory=list)
 

@@ -25,7 +25,7 @@ from reconciler.kube.delete import NamespaceWaits
 from reconciler.kube.live import LiveIndex
 from reconciler.model.component import CRDS_COMPONENT, ComponentSet
 from reconciler.model.plan import Plan, plan_components
-from reconciler.model.task import ProgressEvent, ProgressState, Task, TaskType
+from reconciler.model.task import ChartRef, ProgressEvent, ProgressState, Task, TaskType
 from reconciler.model.values import layer, nest
 
 
@@ -68,7 +68,7 @@ def build_tasks(
             component=spec.name,
             namespace=components.namespace_of(spec),
             version=spec.version or options.version,
-            chart=workspace.chart_source(spec),
+            source=ChartRef(workspace.chart_source(spec)),
             type=task_type,
             profile=options.profile,
             configuration=layer([spec.configuration, shared, nest(specific.get(spec.name, {}))]),
@@ -83,7 +83,7 @@ def build_tasks(
             component=CRDS_COMPONENT,
             namespace=components.default_namespace,
             version=options.version,
-            chart=str(workspace.root),
+            source=ChartRef(str(workspace.root)),
             crd_sources=tuple(workspace.chart_source(spec) for spec in components.all()),
             type=task_type,
             timeout=options.timeout,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from reconciler.kube.inventory import Inventory
+from reconciler.kube.records import Record
 from reconciler.model.kube_object import ObjectKey
 from reconciler.model.task import ProgressEvent, ProgressState
 from reconciler.util.text import count
@@ -29,7 +29,7 @@ class Outcome:
     transient: bool = False
     """The error may go away by itself (cluster unreachable, not ready in time)."""
     seconds: float = 0.0
-    record: Inventory | None = None
+    record: Record | None = None
     """The component's inventory record as the run left it (None: not known, e.g. a component
     action did the work, or a delete): callers need not read it again."""
 

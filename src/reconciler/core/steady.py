@@ -12,12 +12,11 @@ the live ones from metadata-only LISTs. Per object:
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from reconciler.core.results import Outcome, Phase
-from reconciler.kube import inventory
+from reconciler.kube import records
 from reconciler.kube.apply import apply_objects
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.live import LiveIndex
@@ -26,33 +25,11 @@ from reconciler.model.kube_object import KubeObject, ObjectKey
 from reconciler.model.task import Task
 
 
-class RenderCache:
-    """Rendered objects by input digest, least recently used dropped beyond `size`."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._entries: OrderedDict[str, list[KubeObject]] = OrderedDict()
-
-    def get(self, digest: str) -> list[KubeObject] | None:
-        found = self._entries.get(digest)
-        if found is not None:
-            self._entries.move_to_end(digest)
-        return found
-
-    def put(self, digest: str, objects: list[KubeObject]) -> None:
-        if self.size <= 0:
-            return
-        self._entries[digest] = list(objects)
-        self._entries.move_to_end(digest)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-
-
 class SteadyState:
     """One component's fast-path run against its record."""
 
     def __init__(
-        self, cluster: Cluster, task: Task, record: inventory.Inventory, index: LiveIndex
+        self, cluster: Cluster, task: Task, record: records.Record, index: LiveIndex
     ) -> None:
         self.cluster = cluster
         self.task = task
@@ -119,9 +96,9 @@ class SteadyState:
                 await wait_ready(cluster, waited, timeout=task.timeout, on_waiting=phase.blocked)
             )
         updated = [
-            inventory.Entry.of(final[key]) if key in final else entry.seen(observed.get(key))
+            records.Entry.of(final[key]) if key in final else entry.seen(observed.get(key))
             for key, entry in entries.items()
         ]
         outcome.record = replace(record, entries=updated)
-        await inventory.write(cluster, outcome.record)
+        await records.write(cluster, outcome.record)
         return True

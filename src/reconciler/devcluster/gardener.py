@@ -47,6 +47,7 @@ from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.informer import list_and_watch
 from reconciler.kube.kubeconfig import load_kubeconfig
+from reconciler.util.clock import utcnow
 
 GROUP = "core.gardener.cloud"
 API = f"/apis/{GROUP}/v1beta1"
@@ -143,7 +144,7 @@ def openidconnect_crd() -> dict[str, Any]:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status(code: int, reason: str, message: str) -> JSONResponse:
@@ -339,7 +340,7 @@ class GardenerSimulator:
         (when its CA key is at hand, as on the test bed; else its own kubeconfig)."""
         config = yaml.safe_load(self.shoot_kubeconfig.read_text())
         pki = Pki(self.shoot_kubeconfig.parent / "pki")
-        expires = dt.datetime.now(dt.UTC) + validity
+        expires = utcnow() + validity
         if pki.ca_key.is_file():
             cert, key, expires = issue_client(pki, f"admin@{shoot}", "system:masters", validity)
             config["users"] = [

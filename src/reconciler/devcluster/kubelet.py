@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.errors import KubeApiError
+from reconciler.kube.client import KubeClient
+from reconciler.util.clock import utcnow
 from reconciler.util.polling import wait_event
 
 MERGE_PATCH = "application/merge-patch+json"
 
 
 def _status_for(pod: dict[str, Any]) -> dict[str, Any]:
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
     spec = pod.get("spec", {})
     completes = spec.get("restartPolicy", "Always") != "Always"
     containers = [

@@ -16,6 +16,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from reconciler.util.clock import utcnow
+
 _VALIDITY = dt.timedelta(days=3650)
 _SERVER_DNS = (
     "localhost",
@@ -83,7 +85,7 @@ def _issue(
     san: x509.SubjectAlternativeName | None = None,
     validity: dt.timedelta = _VALIDITY,
 ) -> x509.Certificate:
-    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    now = utcnow() - dt.timedelta(minutes=5)
     builder = (
         x509.CertificateBuilder()
         .subject_name(subject)

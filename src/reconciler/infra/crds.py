@@ -1,11 +1,12 @@
 """The CustomResourceDefinitions of `Runtime` and `GardenerCluster`, generated from the models in
-`resources.py` by the generator operator mode uses too (`kube/crdgen.py`)."""
+`model/infrastructure.py` by the generator operator mode uses too (`kube/crdgen.py`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from reconciler.infra.resources import (
+from reconciler.kube.crdgen import crd
+from reconciler.model.infrastructure import (
     GARDENER_CLUSTER_COLUMNS,
     GROUP,
     RUNTIME_COLUMNS,
@@ -15,7 +16,6 @@ from reconciler.infra.resources import (
     RuntimeSpec,
     RuntimeStatus,
 )
-from reconciler.kube.crdgen import crd
 
 
 def all_crds() -> list[dict[str, Any]]:

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from reconciler.errors import ClusterUnreachable, ReconcilerError
-from reconciler.infra.resources import FIELD_MANAGER
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.errors import ClusterUnreachable, KubeApiError, ReconcilerError
+from reconciler.kube.client import KubeClient
+from reconciler.model.infrastructure import FIELD_MANAGER
 
 API = "/apis/core.gardener.cloud/v1beta1"
 SHOOT_API_VERSION = "core.gardener.cloud/v1beta1"

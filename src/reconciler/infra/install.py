@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from reconciler.infra.crds import all_crds
-from reconciler.infra.resources import FIELD_MANAGER
 from reconciler.kube import crdgen
 from reconciler.kube.cluster import Cluster
+from reconciler.model.infrastructure import FIELD_MANAGER
 
 
 async def install_crds(cluster: Cluster, *, timeout: float = 60.0) -> list[str]:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-from typing import Any
 
-from reconciler.infra.resources import (
+from reconciler.errors import KubeApiError
+from reconciler.infra.states import EXPIRES_AT
+from reconciler.kube.cluster import Cluster
+from reconciler.kube.finalizers import finalizer_patch
+from reconciler.model.infrastructure import (
     API_VERSION,
     CLUSTER_NAME,
     COPIED_LABEL_PREFIXES,
@@ -26,12 +29,8 @@ from reconciler.infra.resources import (
     RUNTIME_ID,
     SHOOT_NAME,
 )
-from reconciler.infra.states import EXPIRES_AT
-from reconciler.kube.client import KubeApiError
-from reconciler.kube.cluster import Cluster
-from reconciler.kube.finalizers import finalizer_patch
+from reconciler.model.kube_object import Body
 
-Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 
 

@@ -20,12 +20,6 @@ from reconciler.errors import ReconcilerError
 from reconciler.infra.gardener import Gardener, GardenerError
 from reconciler.infra.kubeconfigs import Kubeconfigs
 from reconciler.infra.metrics import InfraMetrics
-from reconciler.infra.resources import (
-    FINALIZER,
-    ConditionType,
-    RuntimeSpec,
-    State,
-)
 from reconciler.infra.settings import InfraSettings
 from reconciler.infra.shoot import shoot_for
 from reconciler.infra.shootconfig import configure_administrators, configure_oidc
@@ -37,13 +31,18 @@ from reconciler.infra.states import (
     set_condition,
     shoot_progress,
 )
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
-from reconciler.kube.workqueue import Backoff
+from reconciler.model.infrastructure import (
+    FINALIZER,
+    ConditionType,
+    RuntimeSpec,
+    State,
+)
+from reconciler.model.kube_object import Body
 from reconciler.observability.logging import get_logger
+from reconciler.util.backoff import Backoff
 from reconciler.util.clock import Clock, utcnow
-
-Body = dict[str, Any]
 
 
 @dataclass
@@ -151,7 +150,7 @@ class RuntimeMachine:
                 )
                 return None
             return await self._retry(run, step, str(exc))
-        except (ReconcilerError, KubeApiError, ValidationError) as exc:
+        except (ReconcilerError, ValidationError) as exc:
             log.warning("runtime pass failed", step=str(step), error=str(exc))
             return await self._retry(run, step, f"{step}: {exc}")
 

@@ -18,12 +18,12 @@ from typing import Any, cast
 from reconciler.infra.gardener import Gardener, RateLimiter
 from reconciler.infra.machine import RuntimeMachine
 from reconciler.infra.metrics import InfraMetrics
-from reconciler.infra.resources import FORCE_ROTATION, GROUP, VERSION
 from reconciler.infra.settings import InfraSettings
 from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.informer import list_and_watch
 from reconciler.kube.workqueue import WorkQueue
+from reconciler.model.infrastructure import FORCE_ROTATION, GROUP, VERSION
 from reconciler.util.clock import Clock, utcnow
 
 Key = tuple[str, str]

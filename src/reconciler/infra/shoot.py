@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.infra.gardener import SHOOT_API_VERSION
-from reconciler.infra.resources import SHOOT_GENERATION, SHOOT_RUNTIME_ID, RuntimeSpec
+from reconciler.model.infrastructure import SHOOT_GENERATION, SHOOT_RUNTIME_ID, RuntimeSpec
 
 CLOUD_PROFILES = {"aws": "aws", "azure": "az", "gcp": "gcp", "openstack": "converged-cloud-kyma"}
 

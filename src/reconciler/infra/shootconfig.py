@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.infra.resources import FIELD_MANAGER, MANAGED_BY, MANAGER, RuntimeSpec
+from reconciler.errors import KubeApiError
 from reconciler.infra.states import binding_name
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.kube.client import KubeClient
+from reconciler.model.infrastructure import FIELD_MANAGER, MANAGED_BY, MANAGER, RuntimeSpec
 
 OIDC_API_VERSION = "authentication.gardener.cloud/v1alpha1"
 RBAC = "rbac.authorization.k8s.io"

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.infra.resources import FINALIZER, FORCE_ROTATION, LAST_SYNC
 from reconciler.infra.shoot import written_generation
+from reconciler.model.infrastructure import FINALIZER, FORCE_ROTATION, LAST_SYNC
 
 EXPIRES_AT = "operator.kyma-project.io/expires-at"
 

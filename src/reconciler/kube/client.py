@@ -18,7 +18,7 @@ import httpx2
 from lightkube.config.client_adapter import ConnectionParams
 from lightkube.config.kubeconfig import SingleConfig
 
-from reconciler.errors import ClusterUnreachable, ReconcilerError
+from reconciler.errors import ClusterUnreachable, KubeApiError
 from reconciler.kube.kubeconfig import KubeconfigSource, load_kubeconfig
 from reconciler.kube.transport import cheap_liveness_checks
 from reconciler.util.secrecy import excerpt
@@ -26,15 +26,6 @@ from reconciler.util.secrecy import excerpt
 FIELD_MANAGER = "reconciler"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 """Accept header of a LIST that returns only each item's metadata."""
-
-
-class KubeApiError(ReconcilerError):
-    """The apiserver answered with an error status."""
-
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
 
 
 def _error_from(response: httpx2.Response) -> KubeApiError:

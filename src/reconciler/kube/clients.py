@@ -29,8 +29,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconciler.errors import ClusterUnreachable
-from reconciler.kube.client import KubeApiError, KubeClient
+from reconciler.errors import ClusterUnreachable, KubeApiError
+from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
 
 UNAUTHORIZED = 401

@@ -11,17 +11,17 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
-from reconciler.errors import ApplyError, ReconcilerError
-from reconciler.kube.client import FIELD_MANAGER, KubeApiError, KubeClient
+from reconciler.errors import ApplyError, KubeApiError, ReconcilerError
+from reconciler.kube.client import FIELD_MANAGER, KubeClient
 from reconciler.kube.discovery import ResourceInfo, RestMapper
 from reconciler.kube.kubeconfig import KubeconfigSource
 from reconciler.kube.zeros import UnstoredZeros
 from reconciler.model.kube_object import KubeObject
+from reconciler.util.backoff import delays
 
 APPLY_PATCH = "application/apply-patch+yaml"
 # Statuses worth another attempt: conflicts, throttling, and admission webhooks or aggregated
 # APIs that are not serving yet (a component's own webhook starting up).
-RETRYABLE = {409, 429, 500, 502, 503, 504}
 
 
 def _as_object(obj: KubeObject | dict[str, Any]) -> KubeObject:
@@ -147,7 +147,7 @@ class Cluster:
         if dry_run:
             params["dryRun"] = "All"
         path = info.path(target.namespace or None, target.name)
-        delay = 0.2
+        waits = delays(0.2, 3.0)
         for attempt in range(1, attempts + 1):
             try:
                 live = await self.client.request(
@@ -155,10 +155,9 @@ class Cluster:
                 )
                 return KubeObject(live)
             except KubeApiError as exc:
-                if exc.status not in RETRYABLE or attempt == attempts:
+                if not exc.retryable or attempt == attempts:
                     raise ApplyError(f"{target}: rejected by the apiserver: {exc}") from None
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 3.0)
+            await asyncio.sleep(next(waits))
         raise AssertionError("unreachable")
 
     async def create(

@@ -20,8 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from reconciler.errors import ApplyError, ReadinessTimeout, WaitTimeout
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import ApplyError, KubeApiError, ReadinessTimeout, WaitTimeout
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
 from reconciler.kube.transform import COMPONENT

@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reconciler.errors import ApplyError
-from reconciler.kube.client import METADATA_LIST, KubeApiError, KubeClient
+from reconciler.errors import ApplyError, KubeApiError
+from reconciler.kube.client import METADATA_LIST, KubeClient
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ import json
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
-from reconciler.errors import ApplyError
-from reconciler.kube.client import FIELD_MANAGER, METADATA_LIST, KubeApiError
+from reconciler.errors import ApplyError, KubeApiError
+from reconciler.kube.client import FIELD_MANAGER, METADATA_LIST
 from reconciler.kube.transform import COMPONENT, MANAGED_BY, MANAGER
 from reconciler.model.kube_object import KubeObject, ObjectKey
 

@@ -13,8 +13,7 @@ import http
 import json
 from collections.abc import Awaitable, Callable
 
-from reconciler.errors import ClusterUnreachable, KubeconfigError, ReconcilerError
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import ClusterUnreachable, KubeApiError, KubeconfigError, ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.util.secrecy import excerpt
 

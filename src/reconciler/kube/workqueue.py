@@ -118,20 +118,3 @@ class WorkQueue:
         async with asyncio.TaskGroup() as group:
             for _ in range(self.workers):
                 group.create_task(self._work())
-
-
-class Backoff:
-    """`base`, doubled per consecutive failure of one key, capped at `cap`."""
-
-    def __init__(self, base: float, cap: float) -> None:
-        self.base = base
-        self.cap = cap
-        self._failures: dict[Hashable, int] = {}
-
-    def next(self, key: Hashable) -> float:
-        failures = self._failures.get(key, 0)
-        self._failures[key] = failures + 1
-        return float(min(self.base * 2**failures, self.cap))
-
-    def forget(self, key: Hashable) -> None:
-        self._failures.pop(key, None)

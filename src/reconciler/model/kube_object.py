@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+Body = dict[str, Any]
+"""An object as the apiserver sends and takes it (JSON as a dict): what the controllers and the
+watches pass around; `KubeObject` wraps one where its accessors help."""
+
 
 class ObjectKey(NamedTuple):
     """Identity of an object in a cluster: what pruning and inventories compare."""

@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from reconciler.model.operation import BLOCKER_MAX
 from reconciler.model.status import OperationState
-from reconciler.model.task import Task, TaskType
+from reconciler.model.task import ChartRef, Task, TaskType
 from reconciler.model.values import MAX_VALUE_DEPTH, nesting_depth, values_at
 
 CALLBACK_SECRET_HEADER = "X-Callback-Secret"
@@ -101,7 +101,7 @@ class RemoteTask(_Wire):
             component=self.component,
             namespace=self.namespace,
             version=self.version,
-            chart=self.url or self.repository.url,
+            source=ChartRef(self.url or self.repository.url),
             type=TaskType(self.type),
             profile=self.profile or None,
             configuration=self.configuration,
@@ -125,12 +125,14 @@ class RemoteTask(_Wire):
         max_retries: int,
         callback_secret: str = "",
     ) -> RemoteTask:
+        if not isinstance(task.source, ChartRef):
+            raise ValueError(f"{task.component}: only a chart goes to a remote reconciler")
         return cls.model_validate(
             {
                 "component": task.component,
                 "namespace": task.namespace,
                 "version": task.version,
-                "url": task.chart,
+                "url": task.source.link,
                 "profile": task.profile or "",
                 "configuration": task.configuration,
                 "kubeconfig": kubeconfig,

@@ -1,7 +1,9 @@
 """A task for the component reconciler core, and the progress it reports.
 
-A task is everything one component needs to be reconciled or deleted on one cluster. Progress
-events end in `success` or `error` (unrecoverable); `failed` means "failed this attempt, retrying".
+A task is everything one component needs to be reconciled or deleted on one cluster, its source
+included: a Helm chart, a raw manifest or objects handed over whole, each a small typed value
+that the chart provider (`core/charts.py`) dispatches on. Progress events end in `success` or
+`error` (unrecoverable); `failed` means "failed this attempt, retrying".
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from typing import Any
+
+from reconciler.model.kube_object import KubeObject
 
 
 class TaskType(enum.StrEnum):
@@ -28,12 +32,40 @@ class ProgressState(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class ChartRef:
+    """A Helm chart: a local directory, an http(s) URL of a `.tgz`, or `oci://registry/repo`
+    (`:tag` or `@sha256:` pinned). For the `CRDs` pseudo-component: the workspace root whose
+    CRD files it applies ("" for none)."""
+
+    link: str
+
+
+@dataclass(frozen=True)
+class RawManifest:
+    """One YAML document stream applied as written (lifecycle-manager's `rawManifest`): a local
+    path (`file://` or plain), an http(s) URL, or an OCI artifact's layer (`oci://...`)."""
+
+    link: str
+
+
+@dataclass(frozen=True)
+class GivenObjects:
+    """Objects handed over whole, already checked by whoever gives them (a SyncResource's):
+    nothing is fetched or rendered."""
+
+    objects: tuple[KubeObject, ...]
+
+
+Source = ChartRef | RawManifest | GivenObjects
+
+
+@dataclass(frozen=True)
 class Task:
     component: str
     namespace: str
     version: str
-    chart: str
-    """Chart source: a local directory, an http(s) URL of a .tgz, or oci://registry/repo."""
+    source: Source
+    """Where the component's objects come from."""
     type: TaskType = TaskType.RECONCILE
     profile: str | None = None
     configuration: dict[str, Any] = field(default_factory=dict)

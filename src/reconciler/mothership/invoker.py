@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from reconciler.core.runner import ComponentReconciler
-from reconciler.errors import ClusterUnreachable, KubeconfigError, ReconcilerError
+from reconciler.errors import ReconcilerError
 from reconciler.kube.clients import ClientCache
 from reconciler.kube.live import LiveIndex
 from reconciler.model.cluster import ClusterState
@@ -95,10 +95,8 @@ class InProcessInvoker:
                 # a retry reads afresh: the shared listings predate what its failed attempt applied
                 live = self._live_index(op, state) if op.retries == 0 else None
                 outcome = await self.reconciler.run(task, cluster, report, live=live)
-        except ClusterUnreachable as exc:
-            return InvokeResult(False, f"component {op.component}: {exc}", transient=True)
-        except (KubeconfigError, ReconcilerError) as exc:
-            return InvokeResult(False, f"component {op.component}: {exc}")
+        except ReconcilerError as exc:  # a cluster out of reach is transient, a bad kubeconfig not
+            return InvokeResult(False, f"component {op.component}: {exc}", exc.transient)
         if outcome.ok:
             return InvokeResult(True, "")
         return InvokeResult(False, outcome.error, outcome.transient)

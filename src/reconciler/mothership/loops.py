@@ -17,6 +17,7 @@ from typing import TypeVar
 import structlog
 
 from reconciler.store.db import is_transient
+from reconciler.util.backoff import delays
 from reconciler.util.polling import wait_event
 
 log = structlog.get_logger()
@@ -84,7 +85,7 @@ async def retry_transient(
 ) -> T:
     """Await `call()`, trying again with exponential backoff while it fails with a transient
     database error and the monotonic clock is before `give_up_at`; then raise the last error."""
-    delay = first_delay
+    waits = delays(first_delay, max_delay)
     while True:
         try:
             return await call()
@@ -92,7 +93,6 @@ async def retry_transient(
             now = time.monotonic()
             if not is_transient(exc) or now >= give_up_at:
                 raise
-            delay = min(delay, max(give_up_at - now, 0.0))
+            delay = min(next(waits), max(give_up_at - now, 0.0))
             log.warning(f"{what} failed, trying again", error=str(exc), retry_in=round(delay, 2))
             await asyncio.sleep(delay)
-            delay = min(delay * 2, max_delay)

@@ -18,7 +18,7 @@ from reconciler.model.component import CRDS_COMPONENT, ComponentSet, ComponentSp
 from reconciler.model.operation import Operation, PlannedOperation
 from reconciler.model.plan import Plan, plan_components
 from reconciler.model.status import OperationType
-from reconciler.model.task import Task, TaskType
+from reconciler.model.task import ChartRef, Task, TaskType
 from reconciler.model.values import layer
 from reconciler.mothership.settings import Settings
 
@@ -154,7 +154,7 @@ class Planner:
                 component=CRDS_COMPONENT,
                 namespace=op.namespace,
                 version=kyma.version,
-                chart=str(workspace.root) if workspace else "",
+                source=ChartRef(str(workspace.root) if workspace else ""),
                 crd_sources=tuple(
                     self.chart_source(state, c.component)
                     for c in kyma.components
@@ -170,7 +170,7 @@ class Planner:
             component=op.component,
             namespace=op.namespace,
             version=configured.version or kyma.version,
-            chart=self.chart_source(state, op.component),
+            source=ChartRef(self.chart_source(state, op.component)),
             type=task_type,
             profile=profile,
             configuration=layer([configured.values()]),

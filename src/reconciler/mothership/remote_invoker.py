@@ -27,6 +27,7 @@ from reconciler.mothership.settings import Settings
 from reconciler.observability.metrics import Metrics
 from reconciler.remote.client import ComponentReconcilerClient, RunStatus
 from reconciler.store.callback_secrets import CallbackSecrets
+from reconciler.util.backoff import delays
 
 log = structlog.get_logger()
 MAX_BACKOFF = 5.0
@@ -85,7 +86,7 @@ class RemoteInvoker:
             callback_secret=await self.secrets.issue(op.key),
         )
         first = next(self._turn)
-        delay = 0.2
+        waits = delays(0.2, MAX_BACKOFF)
         last = RunStatus.UNAVAILABLE
         reason = ""
         for attempt in range(max(self.settings.remote_attempts, 1)):
@@ -100,8 +101,8 @@ class RemoteInvoker:
                     False, f"component {op.component}: rejected by {url}: {result.error}"
                 )
             last, reason = result.status, result.error
+            delay = next(waits)
             await asyncio.sleep(min(result.retry_after or delay, MAX_BACKOFF))
-            delay = min(delay * 2, MAX_BACKOFF)
         log.warning(
             "component reconciler not taking work",
             pool=url,

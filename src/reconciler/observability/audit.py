@@ -31,6 +31,7 @@ from typing import Any, TextIO
 
 import structlog
 
+from reconciler.util.clock import utcnow
 from reconciler.util.secrecy import REDACTED
 
 STDOUT = "-"
@@ -55,7 +56,7 @@ class AuditEntry:
     scheduling_id: str | None = None
     correlation_id: str | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)
-    time: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    time: dt.datetime = field(default_factory=utcnow)
     source: str | None = None
     """The client address, written for refused requests (they have no subject)."""
 
@@ -126,7 +127,7 @@ class DeniedAggregator:
             source = ("*", None)
         current = self._windows.get(source)
         if current is None:
-            self._windows[source] = _Window(self.clock(), dt.datetime.now(dt.UTC))
+            self._windows[source] = _Window(self.clock(), utcnow())
             return True, ended
         current.outcomes[outcome] += 1
         return False, ended

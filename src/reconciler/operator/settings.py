@@ -1,6 +1,11 @@
-"""How often the controllers look again, and where modules go: the lifecycle manager's defaults."""
+"""The operator's settings: how often the controllers look again and where modules go (the
+lifecycle manager's defaults, `RECONCILER_OPERATOR_*`), and how processes split the Kymas
+(`RECONCILER_OPERATOR_SHARD_*`, `runtime/shards.py`). The watcher's are `watcher/settings.py`."""
 
 from __future__ import annotations
+
+import os
+import socket
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -32,3 +37,22 @@ class OperatorSettings(BaseSettings):
     stop_timeout: float = Field(default=15.0, gt=0)
     """Seconds from SIGTERM/SIGINT until the process exits even if kopf's thread or a handler
     has not finished (exit code 1, logged): a stop must be bounded, as a pod's grace period is."""
+
+
+def _default_identity() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class ShardSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RECONCILER_OPERATOR_SHARD_", frozen=True)
+
+    count: int = Field(default=1, ge=1, le=1024)
+    """Number of shards; 1 turns sharding off (no Leases, this process does everything)."""
+    label: str | None = None
+    """A Kyma label whose value (0..count-1) names its shard; other Kymas go by the hash."""
+    lease_namespace: str = "kcp-system"
+    lease_prefix: str = Field(default="reconciler-operator", pattern=r"^[a-z0-9]([-a-z0-9]*)$")
+    lease_duration: float = Field(default=15.0, gt=0)
+    """Seconds without renewal after which a shard's holder counts as dead."""
+    renew_interval: float = Field(default=5.0, gt=0)
+    identity: str = Field(default_factory=_default_identity, min_length=1, max_length=200)

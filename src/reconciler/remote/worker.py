@@ -32,6 +32,7 @@ from reconciler.observability.logging import get_logger
 from reconciler.remote.callbacks import CallbackSender, Delivery
 from reconciler.remote.metrics import ServiceMetrics
 from reconciler.remote.settings import ComponentSettings
+from reconciler.util.backoff import delays
 from reconciler.util.polling import wait_event
 from reconciler.util.secrecy import Scrubber, scrubbing
 
@@ -153,7 +154,8 @@ class TaskRunner:
 
     async def _attempt_all(self, job: Job, scrub: Scrubber) -> tuple[CallbackStatus, str]:
         attempts = self._attempts(job)
-        delay = self.settings.retry_delay
+        waits = delays(self.settings.retry_delay, self.settings.retry_max_delay)
+        delay = next(waits)
         while True:
             job.attempt += 1
             job.retry_id = str(uuid.uuid4())
@@ -170,7 +172,7 @@ class TaskRunner:
             async with job.lock:
                 await self.callbacks.send(job.remote, job.message(CallbackStatus.FAILED, error))
             await asyncio.sleep(delay)  # backoff between attempts
-            delay = min(delay * 2, self.settings.retry_max_delay)
+            delay = next(waits)
 
     async def _attempt(self, job: Job, scrub: Scrubber) -> tuple[str, bool]:
         """One attempt: (error or "", whether another attempt may help)."""

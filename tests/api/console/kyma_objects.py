@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION, MODULE_NAME
+from reconciler.model.lifecycle import API_VERSION, MODULE_NAME
+from reconciler.operator.clusters.install import install_crds
 
 MODULES = {"serverless": ("Ready", "1.4.0", ""), "eventing": ("Error", "2.1.0", "nats: 0/1 ready")}
 

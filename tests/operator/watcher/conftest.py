@@ -14,8 +14,8 @@ import pytest
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.install import install_crds
-from reconciler.operator.runtime import Operator
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.operator.watcher.ca import CertificateAuthority, KeyPair
 from reconciler.operator.watcher.settings import WatcherSettings
 from tests.conftest import KubeTarget

@@ -11,8 +11,8 @@ import httpx
 import pytest
 import structlog
 
-from reconciler.operator.events import RemoteEvent
 from reconciler.operator.watcher.ca import CertificateAuthority, new_ca
+from reconciler.operator.watcher.events import RemoteEvent
 from reconciler.operator.watcher.listener import RUNTIME_ID
 from tests.operator import modules
 from tests.operator.watcher.conftest import Plane

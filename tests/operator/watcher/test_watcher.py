@@ -23,9 +23,9 @@ from cryptography import x509
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.cluster import Cluster
-from reconciler.operator.install import install_crds
-from reconciler.operator.resources import API_VERSION
-from reconciler.operator.runtime import Operator
+from reconciler.model.lifecycle import API_VERSION
+from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.runtime.wiring import Operator
 from reconciler.operator.watcher.ca import KeyPair
 from reconciler.operator.watcher.listener import RUNTIME_ID
 from reconciler.util.polling import poll_until

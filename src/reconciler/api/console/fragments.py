@@ -24,6 +24,7 @@ from reconciler.api.errors import ApiError
 from reconciler.api.principal import Principal
 from reconciler.model.status import ClusterStatus
 from reconciler.store.fleet import PUBLIC_STATUSES, FleetQuery
+from reconciler.util.clock import utcnow
 
 router = APIRouter(prefix="/ui/fragments", include_in_schema=False)
 Ctx = Annotated[ApiContext, Depends(context)]
@@ -110,7 +111,7 @@ async def runs(request: Request, runtime_id: RuntimeID, ctx: Ctx, _: Viewer) -> 
     await ctx.service.cluster(runtime_id)  # 404 for an unknown cluster
     found = await ctx.service.reconciliations(runtime_ids=[runtime_id], last=RUNS_SHOWN)
     detailed = [await ctx.service.reconciliation(item.scheduling_id) for item in found]
-    return fragment(request, "reconciliations.html", runs=detailed, now=dt.datetime.now(dt.UTC))
+    return fragment(request, "reconciliations.html", runs=detailed, now=utcnow())
 
 
 @router.get("/clusters/{runtimeID}/configs")

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler.errors import ReconcilerError
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import KubeApiError, ReconcilerError
 from reconciler.kube.clients import ClientCache
-from reconciler.operator.resources import API_VERSION, MODULE_NAME, KymaKind, ManifestKind
+from reconciler.model.lifecycle import API_VERSION, MODULE_NAME, KymaKind, ManifestKind
 
 
 @dataclass(frozen=True)

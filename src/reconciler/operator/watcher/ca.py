@@ -20,8 +20,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import KubeApiError
 from reconciler.kube.cluster import Cluster
+from reconciler.util.clock import utcnow
 
 CA_VALIDITY = dt.timedelta(days=3650)
 _BACKDATE = dt.timedelta(minutes=5)  # clocks of the runtimes may lag a little
@@ -73,7 +74,7 @@ def _san(hosts: list[str]) -> x509.SubjectAlternativeName:
 def new_ca(common_name: str = "reconciler-watcher-ca") -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = dt.datetime.now(dt.UTC) - _BACKDATE
+    now = utcnow() - _BACKDATE
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -108,7 +109,7 @@ class CertificateAuthority:
     def issue(self, common_name: str, hosts: list[str], validity: dt.timedelta) -> KeyPair:
         """A certificate for serving `hosts` and for authenticating as `common_name`."""
         key = ec.generate_private_key(ec.SECP256R1())
-        now = dt.datetime.now(dt.UTC) - _BACKDATE
+        now = utcnow() - _BACKDATE
         builder = (
             x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))

@@ -27,9 +27,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from reconciler.observability.logging import get_logger
-from reconciler.operator.control import ControlPlane
-from reconciler.operator.events import RemoteEvent, RemoteEvents
+from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.watcher.ca import CertificateAuthority
+from reconciler.operator.watcher.events import RemoteEvent, RemoteEvents
 from reconciler.operator.watcher.serving import Server
 from reconciler.operator.watcher.settings import WatcherSettings
 from reconciler.web.tls import PEER_CERT, PeerCertificateProtocol

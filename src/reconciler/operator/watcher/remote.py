@@ -16,26 +16,25 @@ import base64
 import datetime as dt
 import hashlib
 import json
-from typing import Any
 
-from reconciler.errors import ReconcilerError
-from reconciler.kube.client import KubeApiError
+from reconciler.errors import KubeApiError, ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.discovery import ResourceInfo
+from reconciler.model.kube_object import Body
+from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC
 from reconciler.observability.logging import get_logger
-from reconciler.operator.control import ControlPlane
-from reconciler.operator.resources import GROUP, SKIP_RECONCILIATION, SYNC
-from reconciler.operator.targets import TargetClusters, TargetMissing
+from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.targets import TargetClusters, TargetMissing
 from reconciler.operator.watcher.ca import CertificateAuthority, KeyPair
 from reconciler.operator.watcher.listener import runtime_of
 from reconciler.operator.watcher.settings import WatcherSettings
+from reconciler.util.clock import utcnow
 
 FIELD_MANAGER = "reconciler-watcher"
 SERVICE = "skr-webhook"
 PORT = 8443
 RETRY = 10.0
 """Seconds until a failed setup is tried again."""
-Body = dict[str, Any]
 
 
 def _b64(data: bytes) -> str:
@@ -83,7 +82,7 @@ class RemoteWatchers:
         ns, name = self.settings.remote_namespace, self.settings.remote_secret
         secret = await _get(cluster, f"/api/v1/namespaces/{ns}/secrets/{name}")
         pair = self._current(secret, runtime)
-        now = dt.datetime.now(dt.UTC)
+        now = utcnow()
         if pair is None or self._renew_at(pair) <= now:
             validity = dt.timedelta(seconds=self.settings.cert_validity)
             pair = self.ca.issue(runtime, self.hosts(), validity)

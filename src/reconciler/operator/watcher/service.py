@@ -33,6 +33,7 @@ from fastapi.responses import JSONResponse
 from reconciler.kube.client import KubeClient
 from reconciler.observability.logging import get_logger
 from reconciler.operator.watcher.serving import Server
+from reconciler.util.backoff import delays
 
 QUEUE_SIZE = 1000
 ATTEMPTS = 3
@@ -175,7 +176,8 @@ class Watcher:
 
     async def _send(self, event: dict[str, Any]) -> None:
         url = f"{self.config.listener.rstrip('/')}/v2/{self.config.manager}/event"
-        for attempt in range(ATTEMPTS):
+        waits = delays(0.2)
+        for _ in range(ATTEMPTS):
             assert self._client is not None
             try:
                 response = await self._client.post(url, json=event)
@@ -187,7 +189,7 @@ class Watcher:
                         self._log.warning("listener refused the event", status=response.status_code)
                     return
                 problem = f"status {response.status_code}"
-            await asyncio.sleep(0.2 * 2**attempt)
+            await asyncio.sleep(next(waits))
         self._log.warning("event not delivered", error=problem, kind=event["watchedGvk"]["kind"])
 
     async def _sender(self) -> None:

@@ -1,0 +1,167 @@
+"""Catalog resolution: which ModuleTemplate (and so which version and source) a Kyma's module
+gets on its channel.
+
+ModuleReleaseMeta of the module: channel -> version; then the ModuleTemplate of that module
+and version. Without a ModuleReleaseMeta, the older way: the ModuleTemplate whose
+`spec.channel` is the channel. The module's source is the template's `chart` or `rawManifest`
+resource, else the raw-manifest resource of its OCM descriptor. Every failure is a
+`CatalogError` whose message says what is missing, for the Kyma's status.
+
+Beta and internal modules (ModuleReleaseMeta `spec.beta` / `spec.internal`, or, as older
+catalogs say it, the ModuleTemplate's label `operator.kyma-project.io/beta` / `internal` set to
+"true") are offered only to a Kyma carrying the same label set to "true", as the lifecycle
+manager does; any other Kyma gets a `CatalogError` naming the label it lacks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from reconciler.errors import ReconcilerError
+from reconciler.model.kube_object import Body
+from reconciler.model.lifecycle import (
+    GROUP,
+    MODULE_NAME,
+    Manager,
+    Module,
+    ModuleReleaseMetaSpec,
+    ModuleTemplateSpec,
+)
+from reconciler.operator.catalog.sources import descriptor_source
+
+SOURCE_KINDS = {"chart": "helm-chart", "rawManifest": "raw-manifest"}
+BETA = f"{GROUP}/beta"
+INTERNAL = f"{GROUP}/internal"
+"""Labels of a Kyma (and, in older catalogs, of a ModuleTemplate): "true" enables."""
+
+
+class CatalogError(ReconcilerError):
+    """A module cannot be resolved to a usable ModuleTemplate."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    module: str
+    channel: str
+    version: str
+    template: str
+    """The ModuleTemplate's name."""
+    install: str
+    """`chart` or `rawManifest`: the template resource that holds the module."""
+    source_type: str
+    link: str
+    resource: dict[str, Any] | None
+    manager: Manager | None
+
+
+def _module_of(template: Body) -> str:
+    spec = template.get("spec") or {}
+    labels = template.get("metadata", {}).get("labels") or {}
+    return str(spec.get("moduleName") or labels.get(MODULE_NAME) or "")
+
+
+def _template_spec(template: Body) -> ModuleTemplateSpec:
+    name = template["metadata"]["name"]
+    try:
+        return ModuleTemplateSpec.model_validate(template.get("spec") or {})
+    except ValidationError as exc:
+        first = exc.errors(include_input=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise CatalogError(f"ModuleTemplate {name}: spec.{where}: {first['msg']}") from None
+
+
+def _enabled(labels: Mapping[str, str] | None, label: str) -> bool:
+    return str((labels or {}).get(label, "")).lower() == "true"
+
+
+def _check_audience(
+    module: str,
+    release: ModuleReleaseMetaSpec | None,
+    template: Body | None,
+    kyma_labels: Mapping[str, str] | None,
+) -> None:
+    """Refuse a beta or internal module to a Kyma without the matching label (internal first,
+    as the lifecycle manager checks)."""
+    labels = (template or {}).get("metadata", {}).get("labels") or {}
+    flags = (
+        ("internal", INTERNAL, release is not None and bool(release.internal)),
+        ("beta", BETA, release is not None and bool(release.beta)),
+    )
+    for flag, label, released_as in flags:
+        if (released_as or _enabled(labels, label)) and not _enabled(kyma_labels, label):
+            raise CatalogError(
+                f"module {module} is {flag}: offered only to Kymas labelled {label}=true"
+            )
+
+
+def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
+    """Semantic-version order (numbers as numbers): what a downgrade check compares."""
+    core, _, pre = version.lstrip("v").partition("-")
+    parts = [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.+]", core)]
+    return (*parts, (1, "~") if not pre else (0, pre))  # a release sorts after its pre-releases
+
+
+def resolve(
+    module: Module,
+    kyma_channel: str,
+    metas: list[Body],
+    templates: list[Body],
+    *,
+    kyma_labels: Mapping[str, str] | None = None,
+) -> Resolved:
+    """The template a Kyma's module gets. `kyma_labels` are the Kyma's labels (None: it has
+    none, so beta and internal modules are refused)."""
+    channel = module.channel or kyma_channel
+    candidates = [t for t in templates if _module_of(t) == module.name]
+    meta = next((m for m in metas if (m.get("spec") or {}).get("moduleName") == module.name), None)
+    if meta is not None:
+        release = ModuleReleaseMetaSpec.model_validate(meta["spec"])
+        _check_audience(module.name, release, None, kyma_labels)
+        versions = {c.channel: c.version for c in release.channels or []}
+        if channel not in versions:
+            raise CatalogError(
+                f"module {module.name} has no version on channel {channel} "
+                f"(ModuleReleaseMeta {meta['metadata']['name']} lists: "
+                f"{', '.join(sorted(versions)) or 'none'})"
+            )
+        version = versions[channel]
+        template = next((t for t in candidates if _template_spec(t).version == version), None)
+        if template is None:
+            raise CatalogError(f"no ModuleTemplate for module {module.name} version {version}")
+    else:
+        template = next((t for t in candidates if _template_spec(t).channel == channel), None)
+        if template is None:
+            raise CatalogError(
+                f"module {module.name}: no ModuleReleaseMeta and no ModuleTemplate on channel "
+                f"{channel}"
+            )
+    _check_audience(module.name, None, template, kyma_labels)
+    spec = _template_spec(template)
+    name = template["metadata"]["name"]
+    found = [(r.name, r.link) for r in spec.resources or [] if r.name in SOURCE_KINDS]
+    described = descriptor_source(spec.descriptor)
+    if not found and described is not None:
+        found = [described]
+    if not found:
+        raise CatalogError(
+            f"ModuleTemplate {name}: spec.resources has no `chart` or `rawManifest` link "
+            "and spec.descriptor no raw-manifest resource"
+        )
+    if not spec.version:
+        raise CatalogError(f"ModuleTemplate {name}: spec.version is empty")
+    return Resolved(
+        module=module.name,
+        channel=channel,
+        version=spec.version,
+        template=name,
+        install=found[0][0],
+        source_type=SOURCE_KINDS[found[0][0]],
+        link=found[0][1],
+        resource=spec.data or None,
+        manager=spec.manager,
+    )

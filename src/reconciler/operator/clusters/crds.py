@@ -1,0 +1,36 @@
+"""CustomResourceDefinitions generated from the models in `model/lifecycle.py` and
+`model/module_sync.py` (the generic part, pydantic's JSON schema made structural, is
+`kube/crdgen.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconciler.kube.crdgen import AGE_COLUMN
+from reconciler.kube.crdgen import crd as generated
+from reconciler.model.lifecycle import GROUP, KINDS, VERSION, Kind
+from reconciler.model.module_sync import SYNC_KINDS
+
+__all__ = ["all_crds", "crd"]
+
+
+def crd(kind: type[Kind]) -> dict[str, Any]:
+    """The CustomResourceDefinition (apiextensions.k8s.io/v1) of one kind."""
+    columns = [AGE_COLUMN]
+    if kind.state_column:
+        columns.insert(0, {"name": "State", "type": "string", "jsonPath": ".status.state"})
+    return generated(
+        group=GROUP,
+        version=VERSION,
+        kind=kind.kind,
+        plural=kind.plural,
+        spec=kind.spec,
+        status=kind.status,
+        columns=columns,
+        short_names=kind.short_names,
+    )
+
+
+def all_crds() -> list[dict[str, Any]]:
+    """The lifecycle manager's kinds, then ours (ModuleConfig, SyncResource)."""
+    return [crd(kind) for kind in (*KINDS, *SYNC_KINDS)]

@@ -1,0 +1,369 @@
+"""The Kyma controller: each module through the catalog to one Manifest, module states back into
+the Kyma's status.
+
+Per module: resolve (ModuleReleaseMeta channel -> version -> ModuleTemplate), refuse a
+downgrade, apply the Manifest (owner reference to the Kyma, the lifecycle manager's labels).
+Manifests of modules no longer listed are deleted; a module with `managed: false` gets its
+Manifest marked unmanaged and deleted, which leaves the module installed. The Kyma's state is
+Error > Warning > Processing > Ready of its modules. Deleting a Kyma deletes its Manifests and
+waits for them (finalizer `operator.kyma-project.io/Kyma`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from reconciler.errors import ReconcilerError
+from reconciler.model.kube_object import Body
+from reconciler.model.lifecycle import (
+    API_VERSION,
+    CHANNEL,
+    KYMA_FINALIZER,
+    KYMA_NAME,
+    MANAGED_BY,
+    MANAGER,
+    MODULE_NAME,
+    SKIP_RECONCILIATION,
+    SYNC,
+    UNMANAGED,
+    CustomResourcePolicy,
+    KymaSpec,
+    Module,
+    State,
+)
+from reconciler.observability.logging import get_logger
+from reconciler.operator.catalog.resolve import CatalogError, Resolved, resolve, version_key
+from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.fleet import FleetIndex
+from reconciler.operator.controllers.status import aggregate, last_operation
+from reconciler.operator.metrics import OperatorMetrics
+from reconciler.operator.settings import OperatorSettings
+from reconciler.util.backoff import Backoff
+
+
+def manifest_name(kyma: str, module: str) -> str:
+    return f"{kyma}-{module}"
+
+
+def _tracking(kind: str, namespace: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+    }
+
+
+class KymaController:
+    def __init__(
+        self,
+        control: ControlPlane,
+        settings: OperatorSettings,
+        metrics: OperatorMetrics | None = None,
+        fleet: FleetIndex | None = None,
+    ) -> None:
+        self.metrics = metrics or OperatorMetrics()
+        self.fleet = fleet
+        """Where the Kymas' Manifests are known from events (else each reconcile LISTs them)."""
+        self.control = control
+        self.settings = settings
+        self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
+
+    async def handle(self, namespace: str, name: str) -> float | None:
+        kyma = await self.control.get("Kyma", namespace, name)
+        if kyma is None:
+            self.backoff.forget((namespace, name))
+            return None
+        if kyma["metadata"].get("labels", {}).get(SKIP_RECONCILIATION) == "true":
+            return None
+        log = get_logger(kyma=name, namespace=namespace)
+        try:
+            if kyma["metadata"].get("deletionTimestamp"):
+                return await self._delete(kyma)
+            await self.control.set_finalizer(kyma, KYMA_FINALIZER, True)
+            return await self._reconcile(kyma)
+        except (ReconcilerError, ValidationError) as exc:
+            log.warning("kyma failed", error=str(exc))
+            await self._set(kyma, State.ERROR, str(exc), (kyma.get("status") or {}).get("modules"))
+            return self.backoff.next((namespace, name))
+
+    async def _manifests(self, kyma: Body, *, fresh: bool = False) -> dict[str, Body]:
+        """The Kyma's Manifests by module: from the fleet index, or (`fresh`: deletion waits
+        for them to be gone, which a lagging index must not fake) the apiserver."""
+        meta = kyma["metadata"]
+        if self.fleet is not None and not fresh:
+            items = self.fleet.manifests(meta["namespace"], meta["name"])
+        else:
+            items = await self.control.list(
+                "Manifest", meta["namespace"], f"{KYMA_NAME}={meta['name']}"
+            )
+        return {str(m["metadata"].get("labels", {}).get(MODULE_NAME, "")): m for m in items}
+
+    async def _catalog(
+        self, namespace: str, *, fresh: bool = False
+    ) -> tuple[list[Body], list[Body], bool]:
+        """ModuleReleaseMetas and ModuleTemplates of the namespace, and whether they came from
+        the fleet index (watched; no request) rather than the apiserver."""
+        if self.fleet is not None and not fresh:
+            metas = self.fleet.catalog(namespace, "ModuleReleaseMeta")
+            templates = self.fleet.catalog(namespace, "ModuleTemplate")
+            if metas is not None and templates is not None:
+                return metas, templates, True
+        metas = await self.control.list("ModuleReleaseMeta", namespace)
+        templates = await self.control.list("ModuleTemplate", namespace)
+        return metas, templates, False
+
+    async def _current(self, kyma: Body, module: str, known: dict[str, Body]) -> Body | None:
+        """The module's Manifest; one the index has not seen yet (just created, or the index
+        is still filling at start) is read, so it is neither re-applied nor shown as missing."""
+        if module in known or self.fleet is None:
+            return known.get(module)
+        meta = kyma["metadata"]
+        return await self.control.get(
+            "Manifest", meta["namespace"], manifest_name(meta["name"], module)
+        )
+
+    async def _reconcile(self, kyma: Body) -> float:
+        meta = kyma["metadata"]
+        namespace = meta["namespace"]
+        spec = KymaSpec.model_validate(kyma.get("spec") or {})
+        metas, templates, indexed = await self._catalog(namespace)
+        labels = meta.get("labels") or {}
+        existing = await self._manifests(kyma)
+        modules: list[dict[str, Any]] = []
+        wanted = {m.name for m in spec.modules or []}
+        for module in spec.modules or []:
+            current = await self._current(kyma, module.name, existing)
+            if not module.managed:
+                if current is not None:
+                    await self._release(current)
+                modules.append({"name": module.name, "state": str(State.UNMANAGED)})
+                continue
+            try:
+                try:
+                    resolved = resolve(module, spec.channel, metas, templates, kyma_labels=labels)
+                except CatalogError:
+                    if not indexed:
+                        raise
+                    # the index may lag an event (a template and its release meta arrive on
+                    # different watches): ask the apiserver once
+                    metas, templates, indexed = await self._catalog(namespace, fresh=True)
+                    resolved = resolve(module, spec.channel, metas, templates, kyma_labels=labels)
+                manifest = await self._ensure_manifest(kyma, module, resolved, current)
+            except CatalogError as exc:
+                modules.append(
+                    {
+                        "name": module.name,
+                        "state": str(State.ERROR),
+                        "message": str(exc),
+                        "channel": module.channel or spec.channel,
+                    }
+                )
+                continue
+            modules.append(self._module_status(module, resolved, manifest))
+        for module_name, manifest in existing.items():
+            if module_name not in wanted and not manifest["metadata"].get("deletionTimestamp"):
+                await self.control.delete("Manifest", namespace, manifest["metadata"]["name"])
+        gone = [m for name, m in existing.items() if name not in wanted]
+        for manifest in gone:  # still being removed: shown until its finalizer is done
+            modules.append(
+                {
+                    "name": manifest["metadata"]["labels"].get(MODULE_NAME, ""),
+                    "state": str(State.DELETING),
+                    "manifest": _tracking("Manifest", namespace, manifest["metadata"]["name"]),
+                }
+            )
+        state = aggregate(m["state"] for m in modules)
+        message = (
+            "all modules are ready" if state is State.READY else _first_problem(modules, state)
+        )
+        await self._set(kyma, state, message, modules, channel=spec.channel)
+        if state is State.ERROR:
+            return self.backoff.next((namespace, meta["name"]))
+        self.backoff.forget((namespace, meta["name"]))
+        if state is State.WARNING:
+            return self.settings.warning_interval
+        # Ready, or Processing: waiting for Manifests, each of whose changes requeues the Kyma
+        # (`runtime.py`), so its timer is only the safety net. A busy timer here made 1,000
+        # installing Kymas 1,000 reconciles a second, starving the Manifests they waited for.
+        return self.settings.success_interval
+
+    async def _ensure_manifest(
+        self, kyma: Body, module: Module, resolved: Resolved, current: Body | None
+    ) -> Body:
+        meta = kyma["metadata"]
+        if current is not None:
+            have = str((current.get("spec") or {}).get("version") or "")
+            if have and version_key(resolved.version) < version_key(have):
+                raise CatalogError(
+                    f"module {module.name}: channel {resolved.channel} offers {resolved.version}, "
+                    f"older than the installed {have}; downgrades are refused"
+                )
+        policy = module.custom_resource_policy or CustomResourcePolicy.CREATE_AND_DELETE
+        spec: dict[str, Any] = {
+            "remote": meta.get("labels", {}).get(SYNC) != "false",
+            "version": resolved.version,
+            "install": {
+                "name": resolved.install,
+                "source": {"type": resolved.source_type, "url": resolved.link},
+            },
+            "customResourcePolicy": str(policy),
+        }
+        if resolved.resource:
+            spec["resource"] = resolved.resource
+        if resolved.manager is not None:
+            spec["manager"] = resolved.manager.dump()
+        if current is not None and _contains(current.get("spec") or {}, spec):
+            return current
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "Manifest",
+            "metadata": {
+                "name": manifest_name(meta["name"], module.name),
+                "namespace": meta["namespace"],
+                "labels": {
+                    KYMA_NAME: meta["name"],
+                    MODULE_NAME: module.name,
+                    CHANNEL: resolved.channel,
+                    MANAGED_BY: MANAGER,
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": API_VERSION,
+                        "kind": "Kyma",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": spec,
+        }
+        return await self.control.apply(body)
+
+    @staticmethod
+    def _module_status(module: Module, resolved: Resolved, manifest: Body) -> dict[str, Any]:
+        namespace = manifest["metadata"]["namespace"]
+        status = manifest.get("status") or {}
+        entry: dict[str, Any] = {
+            "name": module.name,
+            "channel": resolved.channel,
+            "version": resolved.version,
+            "state": str(status.get("state") or State.PROCESSING),
+            "manifest": _tracking("Manifest", namespace, manifest["metadata"]["name"]),
+            "template": _tracking("ModuleTemplate", namespace, resolved.template),
+        }
+        message = (status.get("lastOperation") or {}).get("operation")
+        if message and entry["state"] != State.READY:
+            entry["message"] = message
+        if resolved.resource:
+            res_meta = resolved.resource.get("metadata") or {}
+            entry["resource"] = {
+                "apiVersion": resolved.resource.get("apiVersion"),
+                "kind": resolved.resource.get("kind"),
+                "metadata": {k: res_meta[k] for k in ("name", "namespace") if k in res_meta},
+            }
+        return entry
+
+    async def _release(self, manifest: Body) -> None:
+        """Give a module up without uninstalling it (`managed: false`)."""
+        meta = manifest["metadata"]
+        if meta.get("labels", {}).get(UNMANAGED) != "true":
+            await self.control.patch(
+                "Manifest",
+                meta["namespace"],
+                meta["name"],
+                {"metadata": {"labels": {UNMANAGED: "true"}}},
+            )
+        if not meta.get("deletionTimestamp"):
+            await self.control.delete("Manifest", meta["namespace"], meta["name"])
+
+    async def _delete(self, kyma: Body) -> float | None:
+        meta = kyma["metadata"]
+        if KYMA_FINALIZER not in (meta.get("finalizers") or []):
+            return None
+        existing = await self._manifests(kyma, fresh=True)
+        for manifest in existing.values():
+            if not manifest["metadata"].get("deletionTimestamp"):
+                await self.control.delete(
+                    "Manifest", meta["namespace"], manifest["metadata"]["name"]
+                )
+        if existing:
+            modules = (kyma.get("status") or {}).get("modules")
+            names = ", ".join(sorted(existing))
+            await self._set(
+                kyma, State.DELETING, f"waiting for the modules to be removed: {names}", modules
+            )
+            return self.settings.busy_interval
+        await self.control.set_finalizer(kyma, KYMA_FINALIZER, False)
+        self.backoff.forget((meta["namespace"], meta["name"]))
+        self.metrics.forget_kyma(meta["namespace"], meta["name"])
+        return None
+
+    async def _set(
+        self,
+        kyma: Body,
+        state: State,
+        message: str,
+        modules: list[dict[str, Any]] | None,
+        *,
+        channel: str | None = None,
+    ) -> None:
+        previous = kyma.get("status") or {}
+        status: dict[str, Any] = {
+            "state": str(state),
+            "lastOperation": last_operation(previous, message),
+        }
+        if modules is not None:
+            status["modules"] = modules
+        active = channel or previous.get("activeChannel")
+        if active:
+            status["activeChannel"] = active
+        status["conditions"] = _conditions(
+            previous, state, message, kyma["metadata"].get("generation")
+        )
+        await self.control.set_status(kyma, status)
+        module_states = {str(m["name"]): str(m["state"]) for m in modules or []}
+        meta = kyma["metadata"]
+        self.metrics.set_kyma(meta["namespace"], meta["name"], str(state), module_states)
+        reason = {State.ERROR: "error", State.WARNING: "warning", State.READY: "success"}
+        self.metrics.requeues.labels("Kyma", reason.get(state, "busy")).inc()
+
+
+def _conditions(
+    previous: Body, state: State, message: str, generation: int | None
+) -> list[dict[str, Any]]:
+    """One condition, `ModuleCatalog`... kept simple: `Modules` True when every module is Ready."""
+    ready = "True" if state is State.READY else "False"
+    reason = "Ready" if state is State.READY else str(state) or "Processing"
+    old = next((c for c in previous.get("conditions") or [] if c.get("type") == "Modules"), None)
+    stamp = last_operation({}, "")["lastUpdateTime"]
+    if old and old.get("status") == ready and old.get("reason") == reason:
+        stamp = old.get("lastTransitionTime", stamp)
+    condition: dict[str, Any] = {
+        "type": "Modules",
+        "status": ready,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": stamp,
+    }
+    if generation is not None:
+        condition["observedGeneration"] = generation
+    return [condition]
+
+
+def _first_problem(modules: list[dict[str, Any]], state: State) -> str:
+    for module in modules:
+        if module["state"] == state:
+            detail = module.get("message") or str(state).lower()
+            return f"module {module['name']}: {detail}"
+    return str(state)
+
+
+def _contains(have: Any, want: Any) -> bool:
+    """Whether `have` already holds everything `want` sets (extra fields are someone else's)."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(_contains(have.get(k), v) for k, v in want.items())
+    return bool(have == want)

@@ -1,0 +1,206 @@
+"""The SyncResource controller: a module manager's objects, applied to its Kyma's target
+cluster by the component core.
+
+Each SyncResource is one component (`sync-<name>`) of the core on the Kyma's target cluster
+(remote unless the Kyma says `sync: "false"`): server-side apply, prune of objects a newer
+version no longer lists, the no-op fast path, drift watched like a Manifest's. The objects are
+checked first (`sync_validation.py`, and cluster-scoped kinds refused via discovery): a refused
+SyncResource applies nothing. `status.objects` has one entry per object. Deletion (finalizer
+`operator.kyma-project.io/sync-resource`) removes the objects, unless the cluster went away.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from reconciler.core.results import Outcome
+from reconciler.core.runner import ComponentReconciler
+from reconciler.errors import ReconcilerError
+from reconciler.kube.cluster import Cluster
+from reconciler.model.kube_object import Body, KubeObject
+from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC, State
+from reconciler.model.module_sync import SyncResourceSpec
+from reconciler.model.task import GivenObjects, Task, TaskType
+from reconciler.observability.logging import get_logger
+from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.drift import DriftWatch
+from reconciler.operator.clusters.targets import TargetClusters, TargetMissing, connection_lost
+from reconciler.operator.controllers.status import invalid, last_operation
+from reconciler.operator.controllers.sync_validation import SyncContentError, check_objects
+from reconciler.operator.settings import OperatorSettings
+from reconciler.util.backoff import Backoff
+
+SYNC_FINALIZER = f"{GROUP}/sync-resource"
+
+
+def _entry(obj: KubeObject, state: str, message: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"version": obj.version, "kind": obj.kind, "name": obj.name}
+    if obj.group:
+        entry["group"] = obj.group
+    if obj.namespace:
+        entry["namespace"] = obj.namespace
+    entry["state"] = state
+    if message:
+        entry["message"] = message
+    return entry
+
+
+class SyncResourceController:
+    def __init__(
+        self,
+        control: ControlPlane,
+        targets: TargetClusters,
+        core: ComponentReconciler,
+        settings: OperatorSettings,
+        drift: DriftWatch | None = None,
+    ) -> None:
+        self.control = control
+        self.targets = targets
+        self.core = core
+        self.settings = settings
+        self.drift = drift
+        self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
+
+    async def handle(self, namespace: str, name: str) -> float | None:
+        body = await self.control.get("SyncResource", namespace, name)
+        if body is None:
+            self.backoff.forget((namespace, name))
+            return None
+        meta = body["metadata"]
+        if (meta.get("labels") or {}).get(SKIP_RECONCILIATION) == "true":
+            return None
+        try:
+            spec = SyncResourceSpec.model_validate(body.get("spec") or {})
+        except ValidationError as exc:
+            return await self._report(body, State.ERROR, "invalid " + invalid(exc, "spec"))
+        try:
+            if meta.get("deletionTimestamp"):
+                return await self._delete(body, spec)
+            await self.control.set_finalizer(body, SYNC_FINALIZER, True)
+            return await self._reconcile(body, spec)
+        except (ReconcilerError, SyncContentError) as exc:
+            get_logger(syncresource=name, namespace=namespace, kyma=spec.kyma).warning(
+                "sync resource failed", error=str(exc)
+            )
+            if connection_lost(exc):
+                await self.targets.evict(namespace, spec.kyma)
+            state = State.DELETING if meta.get("deletionTimestamp") else State.ERROR
+            delay = await self._report(body, state, str(exc))
+            # refused content stays refused until the spec changes, whose event brings it back
+            return None if isinstance(exc, SyncContentError) else delay
+
+    def _namespace(self, spec: SyncResourceSpec) -> str:
+        return self.settings.module_namespace.replace("{kyma}", spec.kyma)
+
+    def _task(
+        self, body: Body, spec: SyncResourceSpec, task_type: TaskType, objects: list[KubeObject]
+    ) -> Task:
+        meta = body["metadata"]
+        return Task(
+            component=f"sync-{meta['name']}",
+            namespace=self._namespace(spec),
+            version=f"0.0.{meta.get('generation') or 0}",
+            source=GivenObjects(tuple(objects)),
+            type=task_type,
+            wait=False,
+            timeout=self.settings.timeout,
+        )
+
+    async def _target(self, body: Body, spec: SyncResourceSpec) -> Cluster:
+        namespace = body["metadata"]["namespace"]
+        kyma = await self.control.get("Kyma", namespace, spec.kyma)
+        if kyma is None:
+            raise TargetMissing(f"Kyma {spec.kyma} does not exist in namespace {namespace}")
+        remote = (kyma["metadata"].get("labels") or {}).get(SYNC) != "false"
+        return await self.targets.get(namespace, spec.kyma, remote=remote)
+
+    async def _checked(self, cluster: Cluster, spec: SyncResourceSpec) -> list[KubeObject]:
+        objects = check_objects(spec.objects, self._namespace(spec))
+        scoped = []
+        for obj in objects:
+            if not (await cluster.info(obj)).namespaced:
+                scoped.append(f"{obj.kind} {obj.name}: cluster-scoped kinds cannot be synced")
+        if scoped:
+            raise SyncContentError("; ".join(scoped))
+        return objects
+
+    async def _reconcile(self, body: Body, spec: SyncResourceSpec) -> float:
+        cluster = await self._target(body, spec)
+        objects = await self._checked(cluster, spec)
+        task = self._task(body, spec, TaskType.RECONCILE, objects)
+        outcome = await self.core.run(task, cluster)
+        if outcome.transient:
+            await self.targets.evict(body["metadata"]["namespace"], spec.kyma)
+        if self.drift is not None and outcome.ok:
+            kinds = {(obj.api_version, obj.kind) for obj in objects}
+            owner = ("SyncResource", *self._key(body))
+            self.drift.track(cluster, task.component, owner, kinds)
+        return await self._finish(body, objects, outcome)
+
+    async def _finish(self, body: Body, objects: list[KubeObject], outcome: Outcome) -> float:
+        if outcome.ok:
+            entries = [_entry(obj, "Applied") for obj in objects]
+            message = f"{len(objects)} objects applied"
+            if outcome.pruned:
+                message += f", {len(outcome.pruned)} pruned"
+            return await self._report(body, State.READY, message, entries)
+        entries = [
+            _entry(obj, "Error", outcome.error)
+            if str(obj.key) in outcome.error
+            else _entry(obj, "Pending")
+            for obj in objects
+        ]
+        return await self._report(body, State.ERROR, outcome.error, entries)
+
+    @staticmethod
+    def _key(body: Body) -> tuple[str, str]:
+        return body["metadata"]["namespace"], body["metadata"]["name"]
+
+    async def _delete(self, body: Body, spec: SyncResourceSpec) -> float | None:
+        meta = body["metadata"]
+        if SYNC_FINALIZER not in (meta.get("finalizers") or []):
+            return None
+        try:
+            cluster: Cluster | None = await self._target(body, spec)
+        except TargetMissing:
+            cluster = None  # the cluster is gone with its Kyma or Secret: nothing to remove
+        if cluster is not None:
+            try:
+                objects = check_objects(spec.objects, self._namespace(spec))
+            except SyncContentError:
+                objects = []  # never applied as they are: the inventory names what was
+            task = self._task(body, spec, TaskType.DELETE, objects)
+            if self.drift is not None:
+                self.drift.forget(cluster, task.component)
+            outcome = await self.core.run(task, cluster)
+            if outcome.error:
+                return await self._report(body, State.DELETING, outcome.error)
+        await self.control.set_finalizer(body, SYNC_FINALIZER, False)
+        self.backoff.forget(self._key(body))
+        return None
+
+    async def _report(
+        self,
+        body: Body,
+        state: State,
+        message: str,
+        objects: list[dict[str, Any]] | None = None,
+    ) -> float:
+        previous = body.get("status") or {}
+        status: dict[str, Any] = {
+            "state": str(state),
+            "lastOperation": last_operation(previous, message),
+        }
+        if body["metadata"].get("generation") is not None:
+            status["observedGeneration"] = body["metadata"]["generation"]
+        kept = objects if objects is not None else previous.get("objects")
+        if kept is not None:
+            status["objects"] = kept
+        await self.control.set_status(body, status)
+        key = self._key(body)
+        if state is State.READY:
+            self.backoff.forget(key)
+            return self.settings.success_interval
+        return self.backoff.next(key)
