@@ -30,7 +30,7 @@ from reconciler.api.auth import (
 from reconciler.api.console import mount_console
 from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
 from reconciler.api.errors import ErrorMiddleware, install_error_handlers
-from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware
+from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware, CsrfMiddleware
 from reconciler.api.routes import callbacks, clusters, health, operations, reconciliations
 from reconciler.api.settings import ApiSettings
 from reconciler.kube.probe import KubeconfigCheck, connect_check
@@ -115,7 +115,8 @@ def create_app(
         description=DESCRIPTION,
         version="1.0.0",
         lifespan=lifespan,
-        strict_content_type=False,  # Go clients may omit Content-Type; bearer auth, no cookies
+        # Go clients may omit Content-Type; browsers must send JSON (CsrfMiddleware)
+        strict_content_type=False,
     )
     app.state.api = api = ApiContext(
         service=service,
@@ -149,6 +150,7 @@ def create_app(
     routes = app.router.routes  # the live list: routes mounted later (e.g. /metrics) are seen
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(AuthMiddleware, routes=routes, auth=auth)
+    app.add_middleware(CsrfMiddleware)  # before authentication: a forged request goes nowhere
     app.add_middleware(ErrorMiddleware)
     app.add_middleware(AuditMiddleware, routes=routes, audit=audit_log)
     _document_without_422(app)
