@@ -30,7 +30,12 @@ from reconciler.api.auth import (
 from reconciler.api.console import mount_console
 from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
 from reconciler.api.errors import ErrorMiddleware, install_error_handlers
-from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware, CsrfMiddleware
+from reconciler.api.middleware import (
+    AuditMiddleware,
+    BodyLimitMiddleware,
+    CsrfMiddleware,
+    LoadShedMiddleware,
+)
 from reconciler.api.routes import callbacks, clusters, health, operations, reconciliations
 from reconciler.api.settings import ApiSettings
 from reconciler.kube.probe import KubeconfigCheck, connect_check
@@ -152,6 +157,7 @@ def create_app(
     app.add_middleware(AuthMiddleware, routes=routes, auth=auth)
     app.add_middleware(CsrfMiddleware)  # before authentication: a forged request goes nowhere
     app.add_middleware(ErrorMiddleware)
+    app.add_middleware(LoadShedMiddleware, max_reads=settings.max_concurrent_reads)
     app.add_middleware(AuditMiddleware, routes=routes, audit=audit_log)
     _document_without_422(app)
     return app

@@ -143,6 +143,42 @@ class CsrfMiddleware:
         return None
 
 
+READS = frozenset({"GET", "HEAD"})
+RETRY_AFTER = {"Retry-After": "1"}
+
+
+class LoadShedMiddleware:
+    """At most `max_reads` reads in flight; the next is answered 503 at once (with Retry-After)
+    instead of queueing for database connections until everything times out. Health probes are
+    never refused (an orchestrator must not restart a busy instance); writes are not counted
+    (the broker's and component reconcilers' requests are few and must not lose to viewers)."""
+
+    def __init__(self, app: ASGIApp, *, max_reads: int) -> None:
+        self.app = app
+        self.max_reads = max_reads
+        self.in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] not in READS
+            or str(scope.get("path", "")).startswith("/health/")
+        ):
+            await self.app(scope, receive, send)
+            return
+        if self.in_flight >= self.max_reads:
+            busy = error_response(
+                503, "too many requests at once: try again shortly", headers=RETRY_AFTER
+            )
+            await busy(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+
 class AuditMiddleware:
     def __init__(self, app: ASGIApp, *, routes: Sequence[BaseRoute], audit: AuditLog) -> None:
         self.app = app

@@ -66,8 +66,9 @@ def _create_private(database: str | None) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    """An async engine for `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...`."""
+def make_engine(url: str, *, pool_size: int = 10, pool_timeout: float = 30.0) -> AsyncEngine:
+    """An async engine for `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...`; a
+    connection waited for longer than `pool_timeout` seconds raises sqlalchemy's TimeoutError."""
     if url.startswith("sqlite"):
         _create_private(sa.engine.make_url(url).database)
         # as many connections as PostgreSQL gets: every running operation may hold one for its
@@ -78,6 +79,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
             connect_args={"timeout": 30},
             pool_size=pool_size,
             max_overflow=pool_size,
+            pool_timeout=pool_timeout,
             hide_parameters=True,
         )
 
@@ -95,7 +97,11 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     # connection fails one statement and the loops retry. Parameters stay out of error messages:
     # they hold encrypted kubeconfigs and configuration values.
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, hide_parameters=True
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_timeout=pool_timeout,
+        hide_parameters=True,
     )
 
 
