@@ -73,15 +73,21 @@ async def test_a_checked_kubeconfig_reports_only_status_and_reason_of_what_answe
         assert "INTERNAL-PAGE" not in str(raised.value)
 
 
-async def test_upstream_bodies_copied_into_errors_are_capped() -> None:
+async def refused(path: str) -> KubeApiError:
+    """What the client raises for a GET of `path` on the internal service."""
     async with (
         serve_app(internal_service()) as url,
         KubeClient.from_kubeconfig(kubeconfig(url), text=True) as client,
     ):
         with pytest.raises(KubeApiError) as raised:
-            await client.request("GET", "/api/v1/big")
-    assert raised.value.status == 500
-    assert len(str(raised.value)) <= EXCERPT_LIMIT + len(" [truncated]")
+            await client.request("GET", path)
+    return raised.value
+
+
+async def test_upstream_bodies_copied_into_errors_are_capped() -> None:
+    error = await refused("/api/v1/big")
+    assert error.status == 500
+    assert len(str(error)) <= EXCERPT_LIMIT + len(" [truncated]")
 
 
 @pytest.mark.parametrize(
@@ -111,11 +117,6 @@ async def test_an_error_that_is_no_kubernetes_status_names_only_its_http_status(
 
 
 async def test_a_success_that_is_not_json_is_an_error_without_its_body() -> None:
-    async with (
-        serve_app(internal_service()) as url,
-        KubeClient.from_kubeconfig(kubeconfig(url), text=True) as client,
-    ):
-        with pytest.raises(KubeApiError) as raised:
-            await client.request("GET", "/api/v1/ok")
-    assert "HTTP 200 OK" in str(raised.value)
-    assert "INTERNAL" not in str(raised.value)
+    error = await refused("/api/v1/ok")
+    assert "HTTP 200 OK" in str(error)
+    assert "INTERNAL" not in str(error)
