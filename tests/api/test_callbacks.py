@@ -76,7 +76,14 @@ async def test_callbacks_drive_the_operation_and_final_ones_are_refused(tmp_path
         unknown = await client.post(
             h.url.replace(h.op.correlation_id, "nope"), json=body("running"), headers=signed
         )
-        assert unknown.status_code == 404
+        forged = await client.post(
+            h.url, json=body("running"), headers={CALLBACK_SECRET_HEADER: "guessed"}
+        )
+        # an unknown operation is refused as a forbidden one: nothing tells which exist
+        assert unknown.status_code == forged.status_code == 403
+        assert (
+            unknown.json()["error"].replace("nope", h.op.correlation_id) == forged.json()["error"]
+        )
         bad = await client.post(h.url, json={"status": "finished"}, headers=signed)
         assert bad.status_code == 400
         assert "status" in bad.json()["error"]
@@ -138,7 +145,7 @@ async def test_callbacks_need_the_component_reconciler_token(tmp_path: Path) -> 
         wrong = await api.client.post(url, json=sent, headers={"Authorization": "Bearer nope"})
         assert wrong.status_code == 403
         right = await api.client.post(url, json=sent, headers={"Authorization": f"Bearer {TOKEN}"})
-        assert right.status_code == 404  # authenticated; the operation does not exist
+        assert right.status_code == 403  # authenticated; no such operation, so no secret fits
 
 
 async def test_heartbeats_write_no_audit_line_results_and_refusals_do(tmp_path: Path) -> None:

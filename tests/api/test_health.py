@@ -57,7 +57,8 @@ async def test_unreachable_database_is_not_ready(tmp_path: Path) -> None:
     async with running_api(tmp_path, ApiSettings(auth="none"), run_loops=False) as api:
         assert (await api.client.get("/health/ready")).status_code == 200
         assert api.engine.db is not None
-        await api.engine.db.dispose()  # drop pooled connections; new ones cannot open the file
+        for pool in (api.engine.db, api.engine.api_db):  # the engine's and the API's own
+            await pool.dispose()  # drop pooled connections; new ones cannot open the file
         shutil.rmtree(tmp_path / "data")
         response = await api.client.get("/health/ready")
         assert response.status_code == 503

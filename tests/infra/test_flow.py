@@ -321,7 +321,8 @@ async def test_deleting_a_runtime_whose_shoot_gardener_refused_reports_terminati
 ) -> None:
     """Failed before any Shoot existed (Gardener refused it for good): the deletion reports
     Terminating all the same, here seen while another finalizer holds the Runtime."""
-    body = runtime("rt-fn", world.namespace, shoot="Not_A_Name")
+    # a DNS label the CRD accepts, but too long with the project's name for Gardener
+    body = runtime("rt-fn", world.namespace, shoot="shoot-name-beyond-gardeners-limit")
     body["metadata"]["finalizers"] = [HOLD]
     await world.kcp.apply(body)
     await world.state("rt-fn", "Failed")

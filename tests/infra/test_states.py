@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from reconciler.infra.shoot import shoot_for, written_generation
 from reconciler.infra.states import (
@@ -13,12 +14,20 @@ from reconciler.infra.states import (
     Progress,
     Step,
     binding_name,
+    foreign_shoot,
     initialise,
     rotation_due,
     set_condition,
     shoot_progress,
 )
-from reconciler.model.infrastructure import FINALIZER, FORCE_ROTATION, LAST_SYNC, SHOOT_GENERATION
+from reconciler.model.infrastructure import (
+    FINALIZER,
+    FORCE_ROTATION,
+    LAST_SYNC,
+    SHOOT_GENERATION,
+    SHOOT_RUNTIME_ID,
+    RuntimeSpec,
+)
 from tests.infra.samples import runtime, worker
 
 NOW = dt.datetime(2026, 11, 24, 12, 0, tzinfo=dt.UTC)
@@ -127,3 +136,31 @@ def test_the_shoot_carries_the_runtime_spec_id_and_generation() -> None:
     assert spec["provider"]["workers"][0]["cri"] == {"name": "containerd"}
     assert spec["kubernetes"]["kubeAPIServer"]["oidcConfig"]["clientID"] == "kyma"
     assert spec["networking"]["pods"] == "100.64.0.0/12"
+
+
+def test_a_shoot_belongs_to_the_runtime_recorded_on_it() -> None:
+    shoot = shoot_for(live_runtime(), "garden-p")
+    assert foreign_shoot(None, "rt") is None
+    assert foreign_shoot(shoot, "rt") is None
+    assert "belongs to Runtime rt" in (foreign_shoot(shoot, "other") or "")
+    shoot["metadata"]["annotations"].pop(SHOOT_RUNTIME_ID)
+    assert "not created by this manager" in (foreign_shoot(shoot, "rt") or "")
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "problem"),
+    [
+        (("shoot", "name"), "x/../../api/v1/secrets", "pattern"),
+        (("shoot", "name"), "a" * 64, "at most 63"),
+        (("security", "administrators"), ["system:anonymous"], "system identity"),
+        (("security", "administrators"), [""], "must not be empty"),
+    ],
+)
+def test_the_manager_validates_what_reaches_gardener_and_the_shoot(
+    path: tuple[str, str], value: Any, problem: str
+) -> None:
+    """Again in the manager: a CRD installed before these rules (or edited) lets them pass."""
+    spec = runtime("rt", "kcp-system")["spec"]
+    spec[path[0]][path[1]] = value
+    with pytest.raises(ValidationError, match=problem):
+        RuntimeSpec.model_validate(spec)

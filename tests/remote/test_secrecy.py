@@ -99,9 +99,13 @@ def test_scrubber_redacts_the_kubeconfig_and_each_credential_in_it() -> None:
 
 
 SECRET_VALUE = "hunter2-secret-value"
+LONG_SECRET = "".join(f"{n:04x}-Qz{n * 7919 % 9973:04d}" for n in range(100))[:904]
+"""Longer than the excerpt cap: cut before scrubbing, its first 448 characters went out."""
 
 
+@pytest.mark.parametrize("secret", [SECRET_VALUE, LONG_SECRET], ids=["short", "904-characters"])
 async def test_a_secret_value_echoed_by_the_apiserver_leaves_in_no_callback_or_log_line(
+    secret: str,
     tmp_path: Path,
     receiver: CallbackReceiver,
     kubeconfig_text: str,
@@ -119,7 +123,7 @@ async def test_a_secret_value_echoed_by_the_apiserver_leaves_in_no_callback_or_l
                 kubeconfig=kubeconfig_text,
                 callback_url=receiver.callback_url("c-leak"),
                 correlation_id="c-leak",
-                configuration={"db": {"password": SECRET_VALUE}},
+                configuration={"db": {"password": secret}},
                 secretKeys=["db.password"],
                 componentConfiguration={"maxRetries": 1},
             ),
@@ -132,7 +136,11 @@ async def test_a_secret_value_echoed_by_the_apiserver_leaves_in_no_callback_or_l
     assert CallbackStatus.FAILED in receiver.statuses("c-leak")  # the retry's callback too
     logs = capsys.readouterr()
     assert "task finished" in logs.err + logs.out
-    assert SECRET_VALUE not in "\n".join([*receiver.raw_bodies, logs.out, logs.err])
+    everything = "\n".join([*receiver.raw_bodies, logs.out, logs.err])
+    assert secret not in everything
+    assert not [
+        secret[i : i + 12] for i in range(len(secret) - 11) if secret[i : i + 12] in everything
+    ]
 
 
 def test_the_mothership_names_the_secret_configuration_keys_in_the_task() -> None:

@@ -68,3 +68,46 @@ async def test_log_lines_written_inside_scrubbing_lose_the_secrets_even_in_excep
     assert REDACTED in inside[0]
     assert "ValueError" in "".join(inside)
     assert "inner-secret-2" in outside  # nothing is scrubbed outside the work
+
+
+LONG = "".join(f"{n:03d}-Xy" for n in range(150))  # 900 characters, no 12 alike in a row
+
+
+def test_excerpt_scrubs_before_it_cuts_so_a_long_secret_leaves_nothing_behind() -> None:
+    """A secret longer than the cap echoed by an apiserver: cut first, 448 of its characters
+    went out (issue 26, item 3)."""
+    message = f'ConfigMap "leaky" is invalid: Invalid value: "{LONG}!": must be no more than 63'
+    with scrubbing(Scrubber([LONG])):
+        bound = excerpt(message)
+    given = excerpt(message, scrub=Scrubber([LONG]))
+    for text in (bound, given):
+        assert LONG[:12] not in text
+        assert REDACTED in text
+        assert "must be no more than 63" in text
+    assert LONG[:12] in excerpt(message)  # nothing bound, nothing scrubbed
+
+
+def test_what_an_upstream_cut_left_of_a_secret_is_redacted() -> None:
+    scrub = Scrubber([LONG])
+    assert scrub(f"quoted: {LONG[:448]}") == f"quoted: {REDACTED}"  # its beginning, anywhere
+    assert scrub(f"{LONG[-300:]} was refused") == f"{REDACTED} was refused"  # its end
+    assert (
+        scrub(f"value {LONG[:200]}... (truncated) rest") == f"value {REDACTED}... (truncated) rest"
+    )
+    assert scrub(f"cut at the end: {LONG[:7]}") == f"cut at the end: {REDACTED}"
+    assert scrub(f"{LONG[-7:]} began the text") == f"{REDACTED} began the text"
+    middle = LONG[100:120]  # not a beginning or an end: a piece alone proves nothing
+    assert scrub(f"x {middle} y") == f"x {middle} y"
+    assert scrub("an ordinary message") == "an ordinary message"
+
+
+def test_a_whole_only_secret_is_not_matched_in_part() -> None:
+    kubeconfig = "apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: tok-123456789}}]"
+    scrub = Scrubber(["tok-123456789"], whole=[kubeconfig])
+    assert scrub("apiVersion: v1\nkind: Config is invalid") == (
+        "apiVersion: v1\nkind: Config is invalid"
+    )
+    assert scrub(f"read {kubeconfig}") == f"read {REDACTED}"
+    assert scrub("token tok-123456789") == f"token {REDACTED}"
+    combined = scrub + Scrubber(["other-secret"])
+    assert combined("apiVersion: v1\nkind: Config") == "apiVersion: v1\nkind: Config"

@@ -31,7 +31,12 @@ from reconciler.api.console import mount_console
 from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
 from reconciler.api.errors import ErrorMiddleware, install_error_handlers
 from reconciler.api.http_metrics import HttpMetrics, HttpMetricsMiddleware
-from reconciler.api.middleware import AuditMiddleware, BodyLimitMiddleware
+from reconciler.api.middleware import (
+    AuditMiddleware,
+    BodyLimitMiddleware,
+    CsrfMiddleware,
+    LoadShedMiddleware,
+)
 from reconciler.api.routes import callbacks, clusters, health, operations, reconciliations
 from reconciler.api.settings import ApiSettings
 from reconciler.kube.probe import KubeconfigCheck, connect_check
@@ -116,7 +121,8 @@ def create_app(
         description=DESCRIPTION,
         version="1.0.0",
         lifespan=lifespan,
-        strict_content_type=False,  # Go clients may omit Content-Type; bearer auth, no cookies
+        # Go clients may omit Content-Type; browsers must send JSON (CsrfMiddleware)
+        strict_content_type=False,
     )
     app.state.api = api = ApiContext(
         service=service,
@@ -150,7 +156,9 @@ def create_app(
     routes = app.router.routes  # the live list: routes mounted later (e.g. /metrics) are seen
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(AuthMiddleware, routes=routes, auth=auth)
+    app.add_middleware(CsrfMiddleware)  # before authentication: a forged request goes nowhere
     app.add_middleware(ErrorMiddleware)
+    app.add_middleware(LoadShedMiddleware, max_reads=settings.max_concurrent_reads)
     app.add_middleware(AuditMiddleware, routes=routes, audit=audit_log)
     if metrics is not None:
         app.add_middleware(HttpMetricsMiddleware, routes=routes, metrics=HttpMetrics.of(metrics))

@@ -9,6 +9,7 @@ any other expected error -> 500 (the broker retries on 5xx).
 
 from __future__ import annotations
 
+import sqlalchemy.exc
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -70,6 +71,13 @@ async def _conflict(_: Request, exc: Exception) -> JSONResponse:
     return error_response(409, str(exc))
 
 
+async def _database_busy(request: Request, _: Exception) -> JSONResponse:
+    log.warning("database connections exhausted", method=request.method, path=request.url.path)
+    return error_response(
+        503, "the database is busy: try again shortly", headers={"Retry-After": "1"}
+    )
+
+
 async def _reconciler_error(request: Request, exc: Exception) -> JSONResponse:
     log.error("request failed", method=request.method, path=request.url.path, error=str(exc))
     return error_response(500, str(exc))
@@ -84,3 +92,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ConflictError, _conflict)
     app.add_exception_handler(StatusTransitionError, _conflict)
     app.add_exception_handler(ReconcilerError, _reconciler_error)
+    # the API's pool had no connection within `api_pool_timeout`: busy, not broken
+    app.add_exception_handler(sqlalchemy.exc.TimeoutError, _database_busy)

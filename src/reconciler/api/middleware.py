@@ -1,4 +1,5 @@
-"""Request guards that work on the raw ASGI messages: the body size limit and the audit trail.
+"""Request guards that work on the raw ASGI messages: the body size limit, cross-site request
+forgery, and the audit trail.
 
 `BodyLimitMiddleware` reads the whole body (declared length first, then the actual bytes, so a
 chunked body cannot slip past) and answers 413 before any parsing; the app then receives the
@@ -11,6 +12,7 @@ handler marks with `AUDIT_SKIP` (component reconciler heartbeats) are not audite
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,6 +76,107 @@ class BodyLimitMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+SAME_ORIGIN = frozenset({"same-origin", "none"})
+"""`Sec-Fetch-Site` values of a request the console itself (or the user, typing a URL) made."""
+
+
+def _json_type(value: str) -> bool:
+    media = value.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+class CsrfMiddleware:
+    """Cross-site request forgery: a browser holding a client certificate (or, with OIDC in a
+    proxy, a session) sends it with any request any site makes it send. Every state-changing
+    request, whatever the identity, is refused when
+
+    - it names a Content-Type other than JSON (`application/json`, `application/*+json`): 415.
+      HTML forms can send only `application/x-www-form-urlencoded`, `multipart/form-data` and
+      `text/plain` across sites; JSON needs a CORS preflight, which this API never grants;
+    - a browser sent it from another site: `Sec-Fetch-Site` other than `same-origin`/`none`,
+      or an `Origin` (every browser sends one with a POST, PUT, PATCH, DELETE) whose host is
+      not the request's own: 403;
+    - a browser sent it without a Content-Type (a `fetch` of a bare body does): 415.
+
+    A request without a Content-Type and without `Origin`/`Sec-Fetch-*` is a program's, not a
+    browser's (the broker's Go client sends its JSON so) and is read as JSON as before."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in STATE_CHANGING:
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(
+            {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        )
+        if refusal is not None:
+            await error_response(*refusal)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _refusal(headers: dict[str, str]) -> tuple[int, str] | None:
+        content_type = headers.get("content-type", "").strip()
+        if content_type and not _json_type(content_type):
+            return 415, (
+                f"Content-Type {content_type.split(';', 1)[0][:60]!r} refused: requests that "
+                "change state must send application/json"
+            )
+        site = headers.get("sec-fetch-site")
+        origin = headers.get("origin")
+        if site is not None and site.strip().lower() not in SAME_ORIGIN:
+            return 403, f"cross-site request refused (Sec-Fetch-Site: {site[:20]})"
+        if origin is not None:
+            host = headers.get("host", "").strip().lower()
+            origin_host = urllib.parse.urlsplit(origin.strip()).netloc.lower()
+            if not origin_host or origin_host != host:
+                return 403, "cross-site request refused (Origin is not this API's own)"
+        browser = origin is not None or site is not None
+        if browser and not content_type:
+            return 415, "requests that change state must send Content-Type: application/json"
+        return None
+
+
+READS = frozenset({"GET", "HEAD"})
+RETRY_AFTER = {"Retry-After": "1"}
+
+
+class LoadShedMiddleware:
+    """At most `max_reads` reads in flight; the next is answered 503 at once (with Retry-After)
+    instead of queueing for database connections until everything times out. Health probes are
+    never refused (an orchestrator must not restart a busy instance); writes are not counted
+    (the broker's and component reconcilers' requests are few and must not lose to viewers)."""
+
+    def __init__(self, app: ASGIApp, *, max_reads: int) -> None:
+        self.app = app
+        self.max_reads = max_reads
+        self.in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] not in READS
+            or str(scope.get("path", "")).startswith("/health/")
+        ):
+            await self.app(scope, receive, send)
+            return
+        if self.in_flight >= self.max_reads:
+            busy = error_response(
+                503, "too many requests at once: try again shortly", headers=RETRY_AFTER
+            )
+            await busy(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
 
 
 class AuditMiddleware:

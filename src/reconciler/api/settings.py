@@ -75,6 +75,12 @@ class ApiSettings(BaseSettings):
     callback_orphan_timeout: float = 60.0
     """How long a `failed` operation waits for its component reconciler's next attempt."""
 
+    # load
+    max_concurrent_reads: int = Field(default=100, ge=1)
+    """Reads (GET, HEAD) answered at once; more are refused at once with 503 and Retry-After
+    (health probes are never refused). With the API's own database pool (the engine's
+    `api_pool_size`) a flood of viewers cannot starve the engine or the writers."""
+
     # input validation
     max_body_bytes: int = 100 * 1024
     reject_unknown_components: bool = False

@@ -61,6 +61,11 @@ ERROR_CODES = {
     "error": "ERR_CONFIGURATION_PROBLEM",
 }
 _SHOOT = re.compile(rf"^{API}/namespaces/([^/]+)/shoots/([^/]+)(/adminkubeconfig)?$")
+_SHOOTS = re.compile(rf"^{API}/namespaces/([^/]+)/shoots$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+PROJECT_AND_SHOOT_MAX = 21
+"""Gardener's admission: a project's name and a Shoot's name together at most 21 characters
+(both end up in the shoot's domain)."""
 _PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
@@ -274,6 +279,9 @@ class GardenerSimulator:
         if self._throttle > 0:
             self._throttle -= 1
             return _status(429, "TooManyRequests", "the Gardener API is throttling this client")
+        refused = await self._refuse_invalid_name(request, match)
+        if refused is not None:
+            return refused
         if match and match.group(3) and request.method == "POST":
             return await self._admin_kubeconfig(match.group(1), match.group(2), request)
         if match and request.method == "DELETE":
@@ -293,6 +301,43 @@ class GardenerSimulator:
         return Response(
             upstream.content, upstream.status_code, media_type=upstream.headers.get("content-type")
         )
+
+    async def _refuse_invalid_name(
+        self, request: Request, match: re.Match[str] | None
+    ) -> Response | None:
+        """Gardener's validation of a Shoot's name when a Shoot is written: a DNS label, and
+        with its project's name at most 21 characters."""
+        if request.method not in ("POST", "PUT", "PATCH") or (match and match.group(3)):
+            return None
+        if match is not None:
+            namespace, name = match.group(1), match.group(2)
+        elif (
+            collection := _SHOOTS.match(request.url.path)
+        ) is not None and request.method == "POST":
+            namespace = collection.group(1)
+            try:
+                name = str(json.loads(await request.body() or b"{}")["metadata"]["name"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                return None  # the apiserver names the problem
+        else:
+            return None
+        if not DNS_LABEL.match(name) or len(name) > 63:
+            return _status(
+                422,
+                "Invalid",
+                f'Shoot.core.gardener.cloud "{name}" is invalid: metadata.name: Invalid value: '
+                "a DNS label must consist of lower case alphanumeric characters or '-'",
+            )
+        project = namespace.removeprefix("garden-")
+        if len(project) + len(name) > PROJECT_AND_SHOOT_MAX:
+            return _status(
+                403,
+                "Forbidden",
+                f'shoots.core.gardener.cloud "{name}" is forbidden: the length of the shoot '
+                f"name and the project name must not exceed {PROJECT_AND_SHOOT_MAX} characters "
+                f"(project: {project}; shoot: {name})",
+            )
+        return None
 
     async def _shoot(self, namespace: str, name: str) -> dict[str, Any] | None:
         response = await self._upstream.get(f"{API}/namespaces/{namespace}/shoots/{name}")

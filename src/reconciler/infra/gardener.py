@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import re
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
 from reconciler.errors import ClusterUnreachable, KubeApiError, ReconcilerError
 from reconciler.kube.client import KubeClient
-from reconciler.model.infrastructure import FIELD_MANAGER
+from reconciler.model.infrastructure import FIELD_MANAGER, SHOOT_NAME_MAX, SHOOT_NAME_PATTERN
 
 API = "/apis/core.gardener.cloud/v1beta1"
 SHOOT_API_VERSION = "core.gardener.cloud/v1beta1"
@@ -34,6 +36,24 @@ class GardenerError(ReconcilerError):
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+def check_shoot_name(name: str) -> str:
+    """`name` when it is a valid Shoot name (a DNS label of at most 63 characters), else a
+    final `GardenerError`: the name is the last segment of a REST path, and anything else
+    (`..`, `/`, `%2F`, `?`) could address something other than that one Shoot."""
+    if (
+        not isinstance(name, str)
+        or len(name) > SHOOT_NAME_MAX
+        or not re.fullmatch(SHOOT_NAME_PATTERN, name)
+    ):
+        shown = repr(name[:80]) if isinstance(name, str) else type(name).__name__
+        raise GardenerError(
+            f"invalid Shoot name {shown}: a Shoot's name must be a DNS label (lower-case "
+            f"letters, digits and '-', at most {SHOOT_NAME_MAX} characters)",
+            retryable=False,
+        )
+    return name
 
 
 class RateLimiter:
@@ -85,8 +105,12 @@ class Gardener:
         self._observe = observe or (lambda operation, outcome: None)
 
     def _path(self, name: str | None = None) -> str:
-        base = f"{API}/namespaces/{self.namespace}/shoots"
-        return f"{base}/{name}" if name else base
+        """The Shoots of the project, or one Shoot: every path this client sends is one of
+        these (or a Shoot's subresource), the name checked and escaped."""
+        base = f"{API}/namespaces/{urllib.parse.quote(self.namespace, safe='')}/shoots"
+        if name is None:
+            return base
+        return f"{base}/{urllib.parse.quote(check_shoot_name(name), safe='')}"
 
     async def _request(self, operation: str, method: str, path: str, **kwargs: Any) -> Any:
         await self.limiter.acquire()

@@ -19,7 +19,7 @@ from reconciler.kube.finalizers import finalizer_patch
 from reconciler.model.infrastructure import (
     API_VERSION,
     CLUSTER_NAME,
-    COPIED_LABEL_PREFIXES,
+    COPIED_LABELS,
     FIELD_MANAGER,
     FORCE_ROTATION,
     KYMA_NAME,
@@ -43,17 +43,17 @@ def _stamp(moment: dt.datetime) -> str:
 
 
 def labels_for(runtime: Body, shoot: str) -> dict[str, str]:
-    """KIM's labels: the Runtime's `kyma-project.io/*` and kyma-name ones, the runtime id, the
-    shoot name, the kyma name (defaulting to the runtime id), managed-by, cluster-name."""
+    """KIM's labels: the Runtime's descriptive ones (`COPIED_LABELS`), and derived from the
+    Runtime itself the runtime id, the shoot name, the Kyma name (the runtime id: a Kyma is
+    named after its runtime), managed-by, cluster-name. The Runtime's own `kyma-name` label is
+    not copied: operator mode picks a Kyma's remote cluster by that label, and any author of a
+    Runtime could set it to another Kyma's name."""
     meta = runtime["metadata"]
-    labels = {
-        k: str(v)
-        for k, v in (meta.get("labels") or {}).items()
-        if any(k.startswith(prefix) for prefix in COPIED_LABEL_PREFIXES)
-    }
-    labels.setdefault(KYMA_NAME, meta["name"])
+    source = meta.get("labels") or {}
+    labels = {k: str(source[k]) for k in COPIED_LABELS if k in source}
     labels.update(
         {
+            KYMA_NAME: meta["name"],
             RUNTIME_ID: meta["name"],
             SHOOT_NAME: shoot,
             MANAGED_BY: MANAGER,

@@ -8,16 +8,18 @@ only ever created by server-side apply under its fixed name, so a second Shoot c
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import datetime as dt
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
-from reconciler.infra.gardener import Gardener, GardenerError
+from reconciler.infra.gardener import Gardener, GardenerError, check_shoot_name
 from reconciler.infra.kubeconfigs import Kubeconfigs
 from reconciler.infra.metrics import InfraMetrics
 from reconciler.infra.settings import InfraSettings
@@ -26,6 +28,7 @@ from reconciler.infra.shootconfig import configure_administrators, configure_oid
 from reconciler.infra.states import (
     Progress,
     Step,
+    foreign_shoot,
     initialise,
     rotation_due,
     set_condition,
@@ -83,6 +86,36 @@ class Stop:
     requeue: float | None
 
 
+class NameLocks:
+    """One lock per Shoot name while a pass uses it: two Runtimes naming one Shoot never read
+    and write it at the same time (the second would otherwise create it in the same moment as
+    the first, and neither would see the other's ownership)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, name: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(name, (asyncio.Lock(), 0))
+        self._locks[name] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[name]
+            if users <= 1:
+                del self._locks[name]
+            else:
+                self._locks[name] = (lock, users - 1)
+
+
+def _invalid(exc: ValidationError) -> str:
+    """A spec's validation errors as one readable line (where, what)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in exc.errors()[:5]
+    )
+
+
 class RuntimeMachine:
     def __init__(
         self,
@@ -99,6 +132,7 @@ class RuntimeMachine:
         self.clock = clock
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
         self.kubeconfigs = Kubeconfigs(kcp)
+        self._shoot_names = NameLocks()
         self._steps: dict[Step, Callable[[Pass], Awaitable[Step | Stop]]] = {
             Step.TAKE_SNAPSHOT: self._take_snapshot,
             Step.INITIALISE: self._initialise,
@@ -123,8 +157,10 @@ class RuntimeMachine:
         run = Pass(runtime, conditions=list((runtime.get("status") or {}).get("conditions") or []))
         log = get_logger(runtime=name, namespace=namespace)
         step: Step = Step.TAKE_SNAPSHOT
+        shoot = str(((runtime.get("spec") or {}).get("shoot") or {}).get("name") or "")
         try:
-            return await self._walk(run, step, log)
+            async with self._shoot_names.hold(shoot):
+                return await self._walk(run, step, log)
         finally:
             if run.shoot_client is not None:
                 await run.shoot_client.aclose()
@@ -185,10 +221,23 @@ class RuntimeMachine:
 
     # --- the states -------------------------------------------------------------------------
 
-    async def _take_snapshot(self, run: Pass) -> Step:
+    async def _take_snapshot(self, run: Pass) -> Step | Stop:
         if not run.runtime["metadata"].get("deletionTimestamp"):
-            run.spec = RuntimeSpec.model_validate(run.runtime.get("spec") or {})
+            try:
+                run.spec = RuntimeSpec.model_validate(run.runtime.get("spec") or {})
+            except ValidationError as exc:
+                # the CRD checks most of it; what it cannot (administrators that are system
+                # identities, a CRD installed before its patterns) stops here, touching nothing
+                message = f"invalid Runtime: {_invalid(exc)}"
+                kind = ConditionType.PROVISIONED
+                await self._report(run, State.FAILED, kind, "ConfigurationErr", message)
+                return Stop(State.FAILED, None)
             run.shoot = await self.gardener.get_shoot(run.spec.shoot.name)
+            foreign = foreign_shoot(run.shoot, run.name)
+            if foreign is not None:
+                kind = ConditionType.PROVISIONED
+                await self._report(run, State.FAILED, kind, "ShootOwnedByAnotherRuntime", foreign)
+                return Stop(State.FAILED, None)
         return Step.INITIALISE
 
     async def _initialise(self, run: Pass) -> Step:
@@ -328,10 +377,14 @@ class RuntimeMachine:
         return Step.DELETE_SHOOT
 
     async def _delete_shoot(self, run: Pass) -> Step | Stop:
-        name = str((run.runtime.get("spec") or {}).get("shoot", {}).get("name") or "")
-        shoot = await self.gardener.get_shoot(name) if name else None
-        if shoot is None:
-            return Step.REMOVE_FINALIZER
+        name = str(((run.runtime.get("spec") or {}).get("shoot") or {}).get("name") or "")
+        try:
+            check_shoot_name(name)
+        except GardenerError:
+            return Step.REMOVE_FINALIZER  # no Shoot can have such a name: none of ours exists
+        shoot = await self.gardener.get_shoot(name)
+        if shoot is None or foreign_shoot(shoot, run.name) is not None:
+            return Step.REMOVE_FINALIZER  # another Runtime's Shoot is never ours to delete
         if not shoot["metadata"].get("deletionTimestamp"):
             await self.gardener.delete_shoot(name)
             message = f"Shoot {name} deletion requested"

@@ -10,8 +10,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class InfraSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RECONCILER_INFRA_", frozen=True)
 
-    gardener_project: str = "kyma-dev"
-    """Shoots live in the garden cluster's namespace `garden-<project>`."""
+    gardener_project: str = Field(
+        default="kyma-dev", min_length=1, max_length=56, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    )
+    """Shoots live in the garden cluster's namespace `garden-<project>` (a DNS label, so the
+    namespace is one too: it is a segment of every Gardener REST path)."""
     gardener_rate: float | None = Field(default=5.0, gt=0)
     """Requests per second to Gardener, across all workers (None: unlimited)."""
     gardener_burst: int = Field(default=5, ge=1)

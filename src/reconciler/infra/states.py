@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.infra.shoot import written_generation
-from reconciler.model.infrastructure import FINALIZER, FORCE_ROTATION, LAST_SYNC
+from reconciler.model.infrastructure import FINALIZER, FORCE_ROTATION, LAST_SYNC, SHOOT_RUNTIME_ID
 
 EXPIRES_AT = "operator.kyma-project.io/expires-at"
 
@@ -50,6 +50,28 @@ def initialise(runtime: dict[str, Any], shoot: dict[str, Any] | None) -> Step:
     if int(meta.get("generation") or 0) > written_generation(shoot):
         return Step.PATCH_SHOOT
     return Step.WAIT_FOR_SHOOT
+
+
+def shoot_owner(shoot: dict[str, Any]) -> str:
+    """The Runtime a Shoot belongs to: the one recorded on it ("" when none is)."""
+    return str((shoot.get("metadata", {}).get("annotations") or {}).get(SHOOT_RUNTIME_ID) or "")
+
+
+def foreign_shoot(shoot: dict[str, Any] | None, runtime: str) -> str | None:
+    """Why the Runtime `runtime` must leave this Shoot alone (None: it is its own, or there is
+    none). A Shoot belongs to the Runtime recorded on it; another Runtime naming it would get
+    its kubeconfig, replace its administrators and delete it."""
+    if shoot is None:
+        return None
+    owner = shoot_owner(shoot)
+    if owner == runtime:
+        return None
+    name = shoot.get("metadata", {}).get("name", "")
+    whose = f"Runtime {owner}" if owner else "no Runtime (it was not created by this manager)"
+    return (
+        f"Shoot {name} belongs to {whose}: this Runtime may not use it; "
+        "choose another spec.shoot.name"
+    )
 
 
 class Progress(enum.Enum):

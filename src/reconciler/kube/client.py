@@ -28,16 +28,37 @@ METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 """Accept header of a LIST that returns only each item's metadata."""
 
 
-def _error_from(response: httpx2.Response) -> KubeApiError:
-    """The apiserver's own message, capped: whatever answers at the kubeconfig's server may be
-    something else entirely, and its page must not be read back through our errors."""
+def _status_of(response: httpx2.Response) -> dict[str, Any] | None:
+    """The body when it is a Kubernetes `Status` (what an apiserver answers an error with)."""
+    if "json" not in response.headers.get("content-type", ""):
+        return None
     try:
         body = response.json()
-        message = str(body.get("message") or response.text)
-        reason = str(body.get("reason") or "")
-    except (json.JSONDecodeError, AttributeError):
-        message, reason = response.text.strip() or response.reason_phrase, ""
-    return KubeApiError(response.status_code, reason, excerpt(message))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if isinstance(body, dict) and body.get("kind") == "Status" and body.get("apiVersion") == "v1":
+        return body
+    return None
+
+
+def not_kubernetes(response: httpx2.Response, server: str) -> str:
+    """What is said of an answer that is not an apiserver's: its HTTP status only. Whatever
+    answers at a kubeconfig's server may be an internal service, and its page must never be
+    read back through an error, a status or a failure reason (SSRF)."""
+    return (
+        f"HTTP {response.status_code} {response.reason_phrase} from {server}: "
+        "the answer is not from a Kubernetes apiserver (no Kubernetes Status)"
+    )
+
+
+def _error_from(response: httpx2.Response, server: str) -> KubeApiError:
+    """The apiserver's own message (scrubbed, then capped) from its `Status`; of any other
+    answer nothing but the HTTP status."""
+    body = _status_of(response)
+    if body is None:
+        return KubeApiError(response.status_code, "NotKubernetes", not_kubernetes(response, server))
+    message = str(body.get("message") or response.reason_phrase)
+    return KubeApiError(response.status_code, str(body.get("reason") or ""), excerpt(message))
 
 
 class KubeClient:
@@ -117,8 +138,15 @@ class KubeClient:
                 f"cannot reach the apiserver at {self.server}: {type(exc).__name__}: {exc}"
             ) from None
         if response.status_code >= 400:
-            raise _error_from(response)
-        return response.json() if response.content else None
+            raise _error_from(response, self.server)
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise KubeApiError(
+                response.status_code, "NotKubernetes", not_kubernetes(response, self.server)
+            ) from None
 
     async def watch(
         self, path: str, params: dict[str, str], *, accept: str | None = None
@@ -135,7 +163,7 @@ class KubeClient:
             ) as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    raise _error_from(response)
+                    raise _error_from(response, self.server)
                 async for line in response.aiter_lines():
                     if line.strip():
                         yield json.loads(line)

@@ -192,6 +192,6 @@ def credential_values(kubeconfig: str) -> list[str]:
 def scrubber(kubeconfig: str, secret_values: Iterable[object] = ()) -> Scrubber:
     """The scrubber for work on one cluster: the kubeconfig itself, each credential in it, and
     each given secret configuration value."""
-    values = [kubeconfig, *credential_values(kubeconfig)]
+    values = credential_values(kubeconfig)
     values += [text for value in secret_values for text in secret_strings(value)]
-    return Scrubber(values)
+    return Scrubber(values, whole=[kubeconfig])

@@ -44,6 +44,10 @@ def connect_check(timeout: float, *, allow_host_access: bool = False) -> Kubecon
                 f"the cluster's apiserver did not answer within {timeout:g}s"
             ) from None
         except KubeApiError as exc:
+            if exc.status < 400:  # a success that is no apiserver's answer (kube/client.py)
+                raise ClusterUnreachable(
+                    "the kubeconfig's server did not answer like a Kubernetes apiserver"
+                ) from None
             raise ClusterUnreachable(
                 f"the kubeconfig's server answered {exc.status} {_phrase(exc.status)}"
             ) from None

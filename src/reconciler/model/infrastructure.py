@@ -10,9 +10,9 @@ object preserves unknown fields) and handed to the Shoot unchanged.
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from reconciler.model.resource import Condition, ResourceModel
 
@@ -33,8 +33,29 @@ FORCE_ROTATION = "operator.kyma-project.io/force-kubeconfig-rotation"
 SHOOT_RUNTIME_ID = f"{GROUP}/runtime-id"
 SHOOT_GENERATION = f"{GROUP}/runtime-generation"
 """On the Shoot: the Runtime generation it was last written from (patch only when newer)."""
-COPIED_LABEL_PREFIXES = ("kyma-project.io/", KYMA_NAME)
-"""Runtime labels the GardenerCluster and the kubeconfig Secret carry too, as the original."""
+COPIED_LABELS = tuple(
+    f"kyma-project.io/{name}"
+    for name in (
+        "instance-id",
+        "broker-plan-id",
+        "broker-plan-name",
+        "global-account-id",
+        "subaccount-id",
+        "region",
+        "platform-region",
+    )
+)
+"""The Runtime's descriptive labels the GardenerCluster and the kubeconfig Secret carry too.
+Only these: a label that routes (the Kyma name, the runtime id, the shoot name) is derived from
+the Runtime itself, never copied, so a Runtime's author cannot point its kubeconfig at another
+Kyma (docs/security.md)."""
+SHOOT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+SHOOT_NAME_MAX = 63
+"""A Shoot's name is a DNS label (Gardener's rule): it is the last segment of every Gardener
+REST path the manager sends, so nothing else may pass (`..`, `/`, `%`)."""
+SYSTEM_IDENTITY = "system:"
+"""Kubernetes' reserved identities (`system:anonymous`, `system:serviceaccount:...`,
+`system:kube-controller-manager`): never a Runtime's administrator."""
 
 _INT_OR_STRING: dict[str, Any] = {"x-kubernetes-int-or-string": True}
 _PRESERVE: dict[str, Any] = {"x-kubernetes-preserve-unknown-fields": True}
@@ -68,8 +89,22 @@ class SecurityNetworking(ResourceModel):
     filter: Filter
 
 
+def _administrator(user: str) -> str:
+    if not user.strip():
+        raise ValueError("an administrator must not be empty")
+    if user.strip().lower().startswith(SYSTEM_IDENTITY):
+        raise ValueError(
+            f"administrator {user!r} is a Kubernetes system identity: such identities "
+            "(system:anonymous, system:serviceaccount:...) are never bound as cluster-admin"
+        )
+    return user
+
+
+Administrator = Annotated[str, AfterValidator(_administrator)]
+
+
 class Security(ResourceModel):
-    administrators: list[str]
+    administrators: list[Administrator]
     networking: SecurityNetworking
 
 
@@ -168,7 +203,7 @@ class ControlPlane(ResourceModel):
 
 
 class Shoot(ResourceModel):
-    name: str
+    name: str = Field(min_length=1, max_length=SHOOT_NAME_MAX, pattern=SHOOT_NAME_PATTERN)
     purpose: str
     region: str
     platform_region: str

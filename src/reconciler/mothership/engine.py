@@ -100,14 +100,23 @@ class Engine:
         self.db: AsyncEngine = make_engine(
             settings.sqlalchemy_url(), pool_size=max(settings.workers, 5)
         )
+        self.api_db: AsyncEngine = make_engine(
+            settings.sqlalchemy_url(),
+            pool_size=settings.api_pool_size,
+            pool_timeout=settings.api_pool_timeout,
+        )
+        """The REST API's own connections (`service`): a flood of readers waits for these,
+        never for the engine's loops' connections."""
         cipher = Cipher.from_file(settings.key_file(), create=not settings.database_url)
         self.inventory = InventoryRepository(self.db, cipher)
         self.repo = ReconciliationRepository(self.db, self.inventory)
+        api_inventory = self.inventory.on(self.api_db)
+        api_repo = ReconciliationRepository(self.api_db, api_inventory)
         self.notifier: Notifier = PostgresNotifier(self.db) if is_postgres(self.db) else Notifier()
         self.planner = Planner(settings)
         self.metrics = Metrics()
         self.invoker = build_invoker(settings, self.planner, self.metrics, self.db, invoker)
-        self.service = MothershipService(self.inventory, self.repo, self.notifier)
+        self.service = MothershipService(api_inventory, api_repo, self.notifier)
         self.scheduler = Scheduler(settings, self.inventory, self.repo, self.planner, self.notifier)
         self.workers = WorkerPool(
             settings, self.repo, self.inventory, self.invoker, self.notifier, worker, self.metrics
@@ -151,6 +160,7 @@ class Engine:
         await self.notifier.stop()
         await self.invoker.aclose()
         await self.db.dispose()
+        await self.api_db.dispose()
 
     async def __aenter__(self) -> Engine:
         return await self.start()

@@ -209,14 +209,17 @@ class MothershipService:
         waits, claimable again only when the remote goes silent for the orphan timeout),
         `success`/`error` are final. Only the holder of the callback secret of the operation's
         latest hand-over may report (ForbiddenError otherwise, checked before anything about
-        the operation's state is revealed). A callback for a final operation is a ConflictError.
+        the operation's state or existence is revealed: an unknown operation is refused the
+        same way). A callback for a final operation is a ConflictError.
         """
-        op = await self.repo.operation(scheduling_id, correlation_id)
-        if not await self.callback_secrets.verify(op.key, secret):
+        # the secret first: an unknown operation is refused as a wrong secret is (a 404 would
+        # tell a caller without any secret which operations exist)
+        if not await self.callback_secrets.verify((scheduling_id, correlation_id), secret):
             raise ForbiddenError(
                 f"operation {correlation_id}: missing or wrong callback secret"
                 " (not the component reconciler this operation was handed to)"
             )
+        op = await self.repo.operation(scheduling_id, correlation_id)
         if op.state.final:
             raise ConflictError(f"operation {correlation_id} is already {op.state}")
         # a reason or blocker is stored and shown: never with the cluster's secrets

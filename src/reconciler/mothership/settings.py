@@ -64,6 +64,12 @@ class Settings(BaseSettings):
     """Tries to hand an operation to a busy/unavailable component reconciler per claim."""
     workers: int = 16
     """Operations processed at once by this instance."""
+    api_pool_size: int = Field(default=10, ge=1)
+    """Database connections of the REST API (twice that at peak), apart from the engine's own:
+    readers of the API can never take the connections the scheduler, workers and bookkeeper
+    need."""
+    api_pool_timeout: float = Field(default=5.0, gt=0)
+    """Seconds an API request waits for one of its connections before it is answered 503."""
     per_cluster: int = 4
     """At most this many operations of one cluster at once (fairness)."""
     max_retries: int = 3

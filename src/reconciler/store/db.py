@@ -113,9 +113,10 @@ async def check_reachable(engine: AsyncEngine) -> None:
         ) from None
 
 
-def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+def make_engine(url: str, *, pool_size: int = 10, pool_timeout: float = 30.0) -> AsyncEngine:
     """An async engine for `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...` (other
-    spellings of the two normalized, see `normalize_url`)."""
+    spellings of the two normalized, see `normalize_url`); a connection waited for longer than
+    `pool_timeout` seconds raises sqlalchemy's TimeoutError."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
         _create_private(sa.engine.make_url(url).database)
@@ -127,6 +128,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
             connect_args={"timeout": 30},
             pool_size=pool_size,
             max_overflow=pool_size,
+            pool_timeout=pool_timeout,
             hide_parameters=True,
         )
 
@@ -144,7 +146,11 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     # connection fails one statement and the loops retry. Parameters stay out of error messages:
     # they hold encrypted kubeconfigs and configuration values.
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, hide_parameters=True
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_timeout=pool_timeout,
+        hide_parameters=True,
     )
 
 

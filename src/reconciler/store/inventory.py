@@ -52,6 +52,13 @@ class InventoryRepository(InventoryHistory):
         self.clock = clock
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
+    def on(self, engine: AsyncEngine) -> InventoryRepository:
+        """The same repository on other connections (the REST API's own pool), sharing the
+        per-cluster locks: a writer through either still excludes the other."""
+        twin = InventoryRepository(engine, self.cipher, self.clock)
+        twin._locks = self._locks
+        return twin
+
     @contextlib.asynccontextmanager
     async def exclusive(self, runtime_id: str) -> AsyncIterator[AsyncConnection]:
         """A transaction that no other writer of this cluster runs alongside: a lock per

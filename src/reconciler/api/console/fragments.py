@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from reconciler.api import schemas as s
 from reconciler.api.auth import Role, RoleRequirement
-from reconciler.api.console.diff import diff_configs
+from reconciler.api.console.diff import DiffBusy, DiffPool
 from reconciler.api.console.kyma import read_kyma_view
 from reconciler.api.console.rendering import fragment
 from reconciler.api.context import ApiContext, context
@@ -29,6 +29,7 @@ from reconciler.util.clock import utcnow
 router = APIRouter(prefix="/ui/fragments", include_in_schema=False)
 Ctx = Annotated[ApiContext, Depends(context)]
 Viewer = Annotated[Principal, Depends(RoleRequirement(Role.VIEWER))]
+DIFFS = DiffPool()
 RuntimeID = Annotated[str, Path(alias="runtimeID", min_length=1, pattern=s.RUNTIME_ID)]
 PAGE_SIZE = 50
 RUNS_SHOWN = 10
@@ -139,7 +140,10 @@ async def diff(
 ) -> Response:
     old = await ctx.service.cluster_at(runtime_id, left)
     new = await ctx.service.cluster_at(runtime_id, right)
-    rows = diff_configs(old.spec.kyma_config, new.spec.kyma_config)
+    try:  # in a worker thread, bounded in input and time: never on the event loop
+        rows = await DIFFS.diff(old.spec.kyma_config, new.spec.kyma_config)
+    except DiffBusy as exc:
+        raise ApiError(503, str(exc)) from None
     return fragment(request, "diff.html", rows=rows, left=left, right=right)
 
 

@@ -5,7 +5,8 @@ Only component reconcilers may call it: with a `callback_token` configured, exac
 token (compared in constant time, by the auth middleware before the body is read) and nothing
 else; without one, the caller needs the operator role. On top of that, every callback must carry
 the operation's own callback secret (header `X-Callback-Secret`, issued with the task): without it
-403, whatever the bearer token. A callback for an unknown operation is 404, for a final one 400
+403, whatever the bearer token; a callback for an unknown operation is refused the same way (403,
+not 404: the answer tells nobody which operations exist). A callback for a final one is 400
 (the component reconciler then stops working on it); `retryID` must be a UUID (400). Heartbeats
 (`running`, `notstarted`) are not audited: one per running operation every few seconds would
 drown the trail.
@@ -52,7 +53,7 @@ def router(settings: ApiSettings, *, orphan_timeout: float) -> APIRouter:
     @api.post(
         "/operations/{schedulingID}/callback/{correlationID}",
         response_class=Response,
-        responses={200: {"description": "Recorded"}, **errors(400, 401, 403, 404, 413, 500)},
+        responses={200: {"description": "Recorded"}, **errors(400, 401, 403, 413, 500)},
         dependencies=[guard],
     )
     async def callback(

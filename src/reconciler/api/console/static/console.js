@@ -93,7 +93,9 @@
       if (!window.confirm("Roll " + runtime + " back to configuration " + version + "?")) { return; }
       request = fetch("/v1/clusters/" + encodeURIComponent(runtime) + "/config/" + version + "/restore", {
         method: "POST",
-        headers: { Authorization: "Bearer " + token() }
+        // JSON, as every state-changing request from a browser must be (CSRF guard)
+        headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" },
+        body: "{}"
       });
     }
     // aria-disabled, not disabled: a disabled button drops the keyboard focus, which the
