@@ -61,6 +61,23 @@ def _error_from(response: httpx2.Response, server: str) -> KubeApiError:
     return KubeApiError(response.status_code, str(body.get("reason") or ""), excerpt(message))
 
 
+CONNECT_TIMEOUT = 10.0
+"""Seconds for the TCP connection and the TLS handshake (client-go's TLSHandshakeTimeout)."""
+
+
+def unreachable_reason(exc: httpx2.HTTPError) -> str:
+    """Why a request got no answer, in words: a timeout's own text is empty."""
+    if isinstance(exc, httpx2.ConnectTimeout):
+        return (
+            f"no connection and TLS handshake within {CONNECT_TIMEOUT:g} s (ConnectTimeout: "
+            "nothing answers there, or something accepts connections but never speaks TLS)"
+        )
+    if isinstance(exc, httpx2.TimeoutException):
+        return f"no answer in time ({type(exc).__name__}: the apiserver is overloaded or stuck)"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class KubeClient:
     """One cluster. Create with `from_kubeconfig`; close with `aclose` (or `async with`)."""
 
@@ -69,9 +86,9 @@ class KubeClient:
     ) -> None:
         """`http2=False`: plain requests over HTTP/1.1 too, a connection each (as watches)."""
         self.server = config.cluster.server
-        params = ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False).httpx_params(
-            config
-        )
+        # connecting includes the TLS handshake: client-go gives that 10 s, not the whole budget
+        bounded = httpx2.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
+        params = ConnectionParams(timeout=bounded, trust_env=False).httpx_params(config)
         params.pop("transport", None)  # ours below, one per protocol
         limits = httpx2.Limits(max_connections=pool, max_keepalive_connections=pool)
         # Requests: HTTP/2 where the server offers it (the apiserver does; client-go speaks it
@@ -135,7 +152,7 @@ class KubeClient:
             )
         except httpx2.HTTPError as exc:
             raise ClusterUnreachable(
-                f"cannot reach the apiserver at {self.server}: {type(exc).__name__}: {exc}"
+                f"cannot reach the apiserver at {self.server}: {unreachable_reason(exc)}"
             ) from None
         if response.status_code >= 400:
             raise _error_from(response, self.server)
@@ -169,7 +186,7 @@ class KubeClient:
                         yield json.loads(line)
         except httpx2.HTTPError as exc:
             raise ClusterUnreachable(
-                f"watch at {self.server} failed: {type(exc).__name__}: {exc}"
+                f"watch at {self.server} failed: {unreachable_reason(exc)}"
             ) from None
 
     async def version(self) -> str:
