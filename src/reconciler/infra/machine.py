@@ -43,7 +43,7 @@ from reconciler.model.infrastructure import (
     State,
 )
 from reconciler.model.kube_object import Body
-from reconciler.observability.logging import get_logger
+from reconciler.observability.logging import get_logger, log_state_change
 from reconciler.util.backoff import Backoff
 from reconciler.util.clock import Clock, utcnow
 
@@ -218,6 +218,9 @@ class RuntimeMachine:
             status["provisioningCompleted"] = done
         await self.kubeconfigs.set_status(run.runtime, status)
         self.metrics.set_state(run.namespace, run.name, str(state))
+        shoot = str(((run.runtime.get("spec") or {}).get("shoot") or {}).get("name") or "")
+        log = get_logger(runtime=run.name, namespace=run.namespace, shoot=shoot or None)
+        log_state_change(log, "runtime", previous.get("state"), str(state), message)
 
     # --- the states -------------------------------------------------------------------------
 

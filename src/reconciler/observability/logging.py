@@ -141,3 +141,22 @@ def _gather(sink: LogSink) -> structlog.types.Processor:
 def get_logger(**context: object) -> structlog.typing.FilteringBoundLogger:
     logger: structlog.typing.FilteringBoundLogger = structlog.get_logger().bind(**context)
     return logger
+
+
+_TROUBLE = {"Error", "Failed", "Warning"}
+
+
+def log_state_change(
+    log: structlog.typing.FilteringBoundLogger,
+    kind: str,
+    previous: object,
+    state: str,
+    message: str = "",
+) -> None:
+    """One line when a resource's `status.state` changes (none when it stays): what a person
+    follows in a controller's log. Troubled states are warnings."""
+    before = str(previous or "")
+    if before == state:
+        return
+    line = log.warning if state in _TROUBLE else log.info
+    line(f"{kind} state changed", state=state, previous=before or None, message=message or None)

@@ -33,7 +33,7 @@ from reconciler.model.lifecycle import (
     Module,
     State,
 )
-from reconciler.observability.logging import get_logger
+from reconciler.observability.logging import get_logger, log_state_change
 from reconciler.operator.catalog.resolve import CatalogError, Resolved, resolve, version_key
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.fleet import FleetIndex
@@ -327,6 +327,11 @@ class KymaController:
         await self.control.set_status(kyma, status)
         module_states = {str(m["name"]): str(m["state"]) for m in modules or []}
         meta = kyma["metadata"]
+        log = get_logger(kyma=meta["name"], namespace=meta["namespace"])
+        log_state_change(log, "kyma", previous.get("state"), str(state), message)
+        before = {str(m.get("name")): m.get("state") for m in previous.get("modules") or []}
+        for module, module_state in module_states.items():
+            log_state_change(log.bind(module=module), "module", before.get(module), module_state)
         self.metrics.set_kyma(meta["namespace"], meta["name"], str(state), module_states)
         reason = {State.ERROR: "error", State.WARNING: "warning", State.READY: "success"}
         self.metrics.requeues.labels("Kyma", reason.get(state, "busy")).inc()

@@ -34,7 +34,7 @@ from reconciler.model.lifecycle import (
     kyma_of,
 )
 from reconciler.model.task import ChartRef, RawManifest, Task, TaskType
-from reconciler.observability.logging import get_logger
+from reconciler.observability.logging import get_logger, log_state_change
 from reconciler.operator.catalog.sources import install_link
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch, Kind
@@ -282,6 +282,9 @@ class ManifestController:
         if previous.get("conditions"):
             status["conditions"] = previous["conditions"]
         await self.control.set_status(body, status)
+        meta = body["metadata"]
+        log = get_logger(manifest=meta["name"], namespace=meta["namespace"], kyma=kyma_of(body))
+        log_state_change(log, "manifest", previous.get("state"), str(state), message)
         key = self._key(body)
         if error:
             reason, delay = "error", self.backoff.next(key)
