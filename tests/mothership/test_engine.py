@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from reconciler.kube.cluster import Cluster
 from reconciler.model.cluster import ClusterState, Head
@@ -233,3 +234,27 @@ async def test_scheduler_keeps_at_most_the_configured_number_of_runs_active(
         gate.release.set()
         for i in range(5):
             await wait_for(engine, f"rt-bp-{i}", {S.READY}, timeout=30)
+
+
+async def test_operation_done_says_how_long_and_what_changed_and_a_no_op_stays_below_info(
+    tmp_path: Path,
+) -> None:
+    async def run(op: Operation, state: ClusterState) -> InvokeResult:
+        return InvokeResult(True, changed=3 if op.component == "istio" else 0)
+
+    factory: Callable[[Planner], CallableInvoker] = lambda _planner: CallableInvoker(run)  # noqa: E731
+    with capture_logs() as lines:
+        engine = Engine(
+            settings(tmp_path, workspace=None, reconcile_interval=3600), invoker=factory
+        )
+        async with engine:
+            await engine.service.upsert_cluster(url_spec("rt-logs"))
+            await wait_for(engine, "rt-logs", {S.READY}, timeout=30)
+
+    done = [line for line in lines if line["event"] == "operation done"]
+    assert len(done) == 7
+    changed = [line for line in done if line["component"] == "istio"]
+    assert changed[0]["log_level"] == "info"
+    assert changed[0]["changed"] == 3
+    assert changed[0]["seconds"] >= 0
+    assert {line["log_level"] for line in done if line["component"] != "istio"} == {"debug"}

@@ -37,6 +37,8 @@ class InvokeResult:
     requeue_after: float | None = None
     """Not started (the remote pool is full): claim again after this many seconds, without
     counting an attempt."""
+    changed: int | None = None
+    """Objects the run changed, when known (in process): 0 is a no-op, logged below info."""
 
 
 class Invoker(Protocol):
@@ -98,7 +100,7 @@ class InProcessInvoker:
         except ReconcilerError as exc:  # a cluster out of reach is transient, a bad kubeconfig not
             return InvokeResult(False, f"component {op.component}: {exc}", exc.transient)
         if outcome.ok:
-            return InvokeResult(True, "")
+            return InvokeResult(True, "", changed=len(outcome.changed) + len(outcome.deleted))
         return InvokeResult(False, outcome.error, outcome.transient)
 
     async def aclose(self) -> None:

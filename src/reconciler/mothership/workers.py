@@ -289,10 +289,11 @@ class WorkerPool:
         blocker: str,
     ) -> None:
         started = self.started_at.get(op.key)
-        if self.metrics is not None and started is not None:
+        seconds = None if started is None else round(time.monotonic() - started, 3)
+        if self.metrics is not None and seconds is not None:
             self.metrics.operation_duration.labels(
                 component=op.component, result="done" if result.ok else "failed"
-            ).observe(time.monotonic() - started)
+            ).observe(seconds)
         if result.pending:
             bound.info("operation handed to a component reconciler")
             return  # heartbeats and the result arrive as callbacks
@@ -310,7 +311,9 @@ class WorkerPool:
                 )
         elif result.ok:
             if await self._write(op, OperationState.DONE, bound, reason="", blocker=""):
-                bound.info("operation done")
+                # a periodic run that changed nothing is no news: below info
+                done = bound.debug if result.changed == 0 else bound.info
+                done("operation done", seconds=seconds, changed=result.changed)
         elif op.retries < self.settings.max_retries:
             backoff = self.settings.retry_backoff * (2**op.retries)
             if await self._write(
