@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from structlog.testing import capture_logs
 
 from reconciler.kube.cluster import Cluster
@@ -258,3 +259,25 @@ async def test_operation_done_says_how_long_and_what_changed_and_a_no_op_stays_b
     assert changed[0]["changed"] == 3
     assert changed[0]["seconds"] >= 0
     assert {line["log_level"] for line in done if line["component"] != "istio"} == {"debug"}
+
+
+async def test_the_work_of_an_operation_logs_with_its_runtime_and_scheduling_ids(
+    tmp_path: Path,
+) -> None:
+    """Whatever logs inside an operation (the core, a component's own actions) merges these."""
+    seen: list[dict[str, Any]] = []
+
+    async def run(op: Operation, state: ClusterState) -> InvokeResult:
+        seen.append({**structlog.contextvars.get_contextvars(), "expected": op.scheduling_id})
+        return InvokeResult(True)
+
+    factory: Callable[[Planner], CallableInvoker] = lambda _planner: CallableInvoker(run)  # noqa: E731
+    async with Engine(
+        settings(tmp_path, workspace=None, reconcile_interval=3600), invoker=factory
+    ) as engine:
+        await engine.service.upsert_cluster(url_spec("rt-ids"))
+        await wait_for(engine, "rt-ids", {S.READY}, timeout=30)
+
+    assert seen
+    assert all(bound["runtime_id"] == "rt-ids" for bound in seen)
+    assert all(bound["scheduling_id"] == bound["expected"] for bound in seen)

@@ -212,7 +212,14 @@ class WorkerPool:
                 lambda: self._state(op),
                 give_up_at=time.monotonic() + self.settings.orphan_timeout,
             )
-            with scrubbing(scrub):  # log lines of the work: without the cluster's secrets
+            # log lines of the work (the core's, a component's actions'): without the cluster's
+            # secrets, and with the identifiers an SRE searches by
+            with (
+                scrubbing(scrub),
+                structlog.contextvars.bound_contextvars(
+                    runtime_id=op.runtime_id, scheduling_id=op.scheduling_id
+                ),
+            ):
                 result = await asyncio.wait_for(
                     self.invoker.invoke(op, state, progress), self.settings.operation_timeout
                 )
