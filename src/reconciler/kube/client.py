@@ -97,7 +97,8 @@ class KubeClient:
         # scanned every idle one for each request, the largest CPU cost of a mothership sweep
         # (docs/benchmarks.md). Watches stay on HTTP/1.1, a connection each, as before: on the
         # shared HTTP/2 connection an operator's watch-driven update never arrived
-        # (tests/operator/test_catalog_index.py), and a long-lived stream has nothing to gain.
+        # (tests/operator/clusters/test_catalog_index.py), and a long-lived stream has nothing
+        # to gain.
         requests = httpx2.AsyncHTTPTransport(verify=params["verify"], http2=http2, limits=limits)
         watches = httpx2.AsyncHTTPTransport(verify=params["verify"], limits=limits)
         for transport in (requests, watches):  # the pool probes every idle connection
