@@ -86,10 +86,14 @@ async def test_register_watch_disable_enable_and_inspect_through_the_api(tmp_pat
             "reconcile_disabled"
         )
         assert (await engine.service.cluster("rt-cli")).status is (ClusterStatus.RECONCILE_DISABLED)
-        assert as_json(await cli("cluster", "enable", "rt-cli", *operator))["status"] == "ready"
+        # enabling schedules a run that re-verifies the cluster
+        enabled = as_json(await cli("cluster", "enable", "rt-cli", *operator))
+        assert enabled["status"] == "reconcile_pending"
+        await poll_until(ready, timeout=30, what="rt-cli ready again after enabling")
 
         history = as_json(await cli("cluster", "history", "rt-cli", *viewer, "-o", "json"))
         assert history["statusChanges"][0]["status"] == "ready"
+        assert history["statusChanges"][0]["health"] == "healthy"
         (latest, *_) = as_json(await cli("reconciliation", "list", *viewer, "-o", "json"))
         info = as_json(
             await cli("reconciliation", "info", latest["schedulingID"], *viewer, "-o", "json")

@@ -68,6 +68,7 @@ def cluster_health(health: ClusterHealth) -> s.ClusterHealthOut:
         component=evidence.component if bad else "",
         reason=evidence.reason if bad else "",
         lastSuccess=evidence.last_success,
+        checkedConfigVersion=evidence.config_version,
         deleting=health.deleting,
         summary=health.summary,
     )

@@ -157,6 +157,11 @@ class ClusterHealthOut(BaseModel):
     lastSuccess: dt.datetime | None = Field(
         default=None, description="When a run last succeeded on this cluster."
     )
+    checkedConfigVersion: int | None = Field(
+        default=None,
+        description="The configuration version the latest finished run worked on (None: no"
+        " run has finished yet).",
+    )
     deleting: bool = Field(
         default=False, description="A deletion is under way (failing: it cannot finish)."
     )
