@@ -4,6 +4,7 @@ and Delete / Forget exist for admins only."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from reconciler.api import ApiSettings
@@ -48,13 +49,19 @@ async def test_failing_is_counted_filtered_and_red_through_its_retries(
             return healths == ["healthy", "failing"]
 
         await poll_until(settled, timeout=30, what="rt-ok healthy and rt-bad failing")
-        for _ in range(10):  # retries run meanwhile: rt-bad's status moves, its health does not
+        async def failures() -> int:
+            health = (await api.client.get("/v1/clusters/rt-bad/health")).json()
+            return int(health["consecutiveFailures"])
+
+        start = await failures()
+        while await failures() < start + 2:  # retries run: the status moves, the health not
             fleet = (await api.client.get("/ui/fragments/fleet")).text
             assert 'data-health-count="failing">1<' in fleet
             assert 'data-health-count="healthy">1<' in fleet
             summary = (await api.client.get("/ui/fragments/clusters/rt-bad/summary")).text
             assert 'class="health h-failing" id="cluster-health">failing<' in summary
             assert "istiod not ready" in summary
+            await asyncio.sleep(0.05)
         only_failing = await api.client.get("/ui/fragments/fleet", params={"health": "failing"})
         assert 'href="/ui/clusters/rt-bad"' in only_failing.text
         assert 'href="/ui/clusters/rt-ok"' not in only_failing.text
