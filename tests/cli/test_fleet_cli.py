@@ -8,19 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from reconciler.api import ApiSettings
-from reconciler.api.app import create_app
 from reconciler.api.auth import Role
-from reconciler.cli.main import app
 from reconciler.devcluster import PostgresServer
 from reconciler.model.cluster import ClusterState
 from reconciler.model.operation import Operation
@@ -29,21 +25,24 @@ from reconciler.mothership.invoker import CallableInvoker, Invoker, InvokeResult
 from reconciler.mothership.planner import Planner
 from reconciler.observability.logging import configure_logging
 from reconciler.util.polling import poll_until
-from tests.api.support import Tokens, accept_kubeconfig, engine_settings
+from tests.api.support import Tokens
+from tests.cli.test_admin_cli import EXAMPLES, as_json, served_api
+from tests.cli.test_admin_cli import cli as admin_cli
 from tests.helpers.invokers import new_key_file
-from tests.remote.support import serve_app
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "kyma-like"
 UNREACHABLE = "cannot reach the apiserver at https://10.0.0.1:443: ConnectError: refused"
 
 
 async def cli(*args: str) -> Result:
-    return await asyncio.to_thread(CliRunner().invoke, app, list(args), env={"COLUMNS": "80"})
+    return await admin_cli(*args, env={"COLUMNS": "80"})  # IDs stay whole even so
 
 
-def as_json(result: Result) -> Any:
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+async def register(runtime_id: str, kubeconfig: Path, *options: str) -> Result:
+    """`cluster register ... --wait`: ends once a run of the registered configuration ended."""
+    return await cli(
+        "cluster", "register", runtime_id, "--kubeconfig", str(kubeconfig), "-w", str(EXAMPLES),
+        "--wait", "--timeout", "60", *options,
+    )  # fmt: skip
 
 
 @dataclass
@@ -74,44 +73,36 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     return {"database_url": url, "encryption_key_file": new_key_file(tmp_path / "key")}
 
 
-@asynccontextmanager
-async def served(
+def served(
     tmp_path: Path, tokens: Tokens, breaker: Breaker, database: dict[str, Any]
-) -> AsyncIterator[tuple[Engine, str]]:
-    settings = engine_settings(
-        tmp_path / "data",
-        workspace=EXAMPLES,
-        max_retries=0,
-        retry_interval=0.5,  # a whole retry cycle every second or so
-        **database,
+) -> AbstractAsyncContextManager[tuple[Engine, str]]:
+    """The API over an engine with `breaker`'s invoker, a whole retry cycle every second."""
+    return served_api(
+        tmp_path, tokens, breaker.factory, max_retries=0, retry_interval=0.5, **database
     )
-    async with Engine(settings, invoker=breaker.factory) as engine:
-        api = create_app(
-            engine.service,
-            settings=ApiSettings(tokens_file=tokens.path, audit_log=str(tmp_path / "audit.log")),
-            check_kubeconfig=accept_kubeconfig,
-        )
-        async with serve_app(api) as url:
-            yield engine, url
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path) -> Path:
+    """A kubeconfig for the no-cluster engine; the engine's logs go to stderr (JSON lines),
+    so stdout holds only the CLI's output."""
+    configure_logging(json_lines=True)
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\n")
+    return path
 
 
 async def test_a_failing_cluster_reads_failing_in_every_command_until_a_run_succeeds(
-    tmp_path: Path, database: dict[str, Any]
+    tmp_path: Path, database: dict[str, Any], kubeconfig: Path
 ) -> None:
-    configure_logging(json_lines=True)
     tokens = Tokens.write(tmp_path)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     breaker = Breaker()
     runtime = f"rt-{uuid.uuid4()}"  # as long as the IDs people paste
     async with served(tmp_path, tokens, breaker, database) as (_, url):
         admin = ("--url", url, "--token", tokens.by_role[Role.ADMIN])
         viewer = ("--url", url, "--token", tokens.by_role[Role.VIEWER])
         # register --wait: ends with the first finished run, failing: exit 1, naming the cause
-        waited = await cli(
-            "cluster", "register", runtime, "--kubeconfig", str(kubeconfig), "-w", str(EXAMPLES),
-            "--wait", "--timeout", "60", *admin,
-        )  # fmt: skip
+        waited = await register(runtime, kubeconfig, *admin)
         assert waited.exit_code == 1, waited.output
         assert "failing since" in waited.output
         assert "istio" in waited.output
@@ -180,20 +171,14 @@ async def test_a_failing_cluster_reads_failing_in_every_command_until_a_run_succ
 
 
 async def test_delete_uninstalls_and_forget_removes_a_dead_cluster_with_an_audit_line(
-    tmp_path: Path, database: dict[str, Any]
+    tmp_path: Path, database: dict[str, Any], kubeconfig: Path
 ) -> None:
-    configure_logging(json_lines=True)
     tokens = Tokens.write(tmp_path)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     breaker = Breaker(broken=False)
     async with served(tmp_path, tokens, breaker, database) as (engine, url):
         admin = ("--url", url, "--token", tokens.by_role[Role.ADMIN])
         for name in ("rt-dead", "rt-live", "rt-gone"):
-            registered = await cli(
-                "cluster", "register", name, "--kubeconfig", str(kubeconfig), "-w", str(EXAMPLES),
-                "--wait", "--timeout", "60", *admin,
-            )  # fmt: skip
+            registered = await register(name, kubeconfig, *admin)
             assert registered.exit_code == 0, registered.output
             assert "healthy" in registered.stdout
 

@@ -109,6 +109,17 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
+async def _count(
+    conn: AsyncConnection,
+    column: sa.Column[str],
+    source: sa.FromClause,
+    where: list[sa.ColumnElement[bool]],
+) -> list[tuple[str, int]]:
+    """How many rows of `source` matching `where` have each value of `column`."""
+    query = sa.select(column, sa.func.count()).select_from(source).where(*where).group_by(column)
+    return [(value, int(count)) for value, count in (await conn.execute(query)).all()]
+
+
 class FleetQueries:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
@@ -161,27 +172,16 @@ class FleetQueries:
             .offset((query.page - 1) * query.size)
             .limit(query.size)
         )
+        # without a text, the heads alone answer the counts (their status and health indexes)
+        counted_from = joined if query.text else cluster_heads
         async with self.engine.connect() as conn:
-            counted = await conn.execute(
-                sa.select(cluster_heads.c.status, sa.func.count())
-                # without a text, the heads alone answer (their status index)
-                .select_from(joined if query.text else cluster_heads)
-                .where(*live)
-                .group_by(cluster_heads.c.status)
-            )
             counts: dict[ClusterStatus, int] = dict.fromkeys(PUBLIC_STATUSES, 0)
-            for status, count in counted.all():
+            for status, count in await _count(conn, cluster_heads.c.status, counted_from, live):
                 public = ClusterStatus(status).public
-                counts[public] = counts.get(public, 0) + int(count)
-            by_health = await conn.execute(
-                sa.select(cluster_heads.c.health, sa.func.count())
-                .select_from(joined if query.text else cluster_heads)
-                .where(*live)
-                .group_by(cluster_heads.c.health)
-            )
+                counts[public] = counts.get(public, 0) + count
             health_counts: dict[Health, int] = dict.fromkeys(SHOWN, 0)
-            for health, count in by_health.all():
-                health_counts[Health(health)] = int(count)
+            for health, count in await _count(conn, cluster_heads.c.health, counted_from, live):
+                health_counts[Health(health)] = count
             if query.status is not None and query.health is not None:
                 both = sa.select(sa.func.count()).select_from(joined).where(*wanted)
                 total = int((await conn.execute(both)).scalar_one())
