@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from reconciler.model.health import NOT_RUN, Health, RunOutcome
 from reconciler.model.operation import PlannedOperation
 from reconciler.model.status import ClusterStatus, OperationState, OperationType
 from reconciler.mothership.bookkeeper import outcome
+from reconciler.store.crypto import Cipher
+from reconciler.store.db import make_engine, migrate
 from reconciler.store.fleet import FleetQueries, FleetQuery
 from reconciler.store.inventory import InventoryRepository
 from reconciler.store.reconciliations import ReconciliationRepository
@@ -189,3 +192,37 @@ async def test_the_fleet_counts_and_filters_by_health(
     (row,) = failing.rows
     assert row.health is Health.FAILING
     assert row.evidence.component == "istio"
+
+
+async def test_the_migration_gives_existing_clusters_the_health_their_status_says(
+    db_url: str, cipher: Cipher
+) -> None:
+    engine = make_engine(db_url)
+    try:
+        await migrate(engine, "0004")
+        now = dt.datetime.now(dt.UTC)
+        async with engine.begin() as conn:
+            for number, status in enumerate(
+                (S.READY, S.RECONCILE_ERROR_RETRYABLE, S.RECONCILE_DISABLED, S.RECONCILING), 1
+            ):
+                await conn.execute(
+                    sa.text(
+                        "INSERT INTO cluster_heads (runtime_id, cluster_version, config_version,"
+                        " status_id, status, status_changed, deleted)"
+                        " VALUES (:r, 1, 1, :n, :s, :t, false)"
+                    ),
+                    {"r": f"rt-{status.value}", "n": number, "s": status.value, "t": now},
+                )
+        await migrate(engine)
+        inventory = InventoryRepository(engine, cipher)
+        healths = {h.runtime_id: h for h in await inventory.healths()}
+    finally:
+        await engine.dispose()
+    assert {r: h.health for r, h in healths.items()} == {
+        "rt-ready": Health.HEALTHY,
+        "rt-reconcile_error_retryable": Health.FAILING,
+        "rt-reconcile_disabled": Health.DISABLED,
+        "rt-reconciling": Health.PROGRESSING,
+    }
+    assert healths["rt-ready"].evidence.last_success is not None
+    assert healths["rt-reconcile_error_retryable"].evidence.consecutive_failures == 1
