@@ -49,6 +49,7 @@ async def test_failing_is_counted_filtered_and_red_through_its_retries(
             return healths == ["healthy", "failing"]
 
         await poll_until(settled, timeout=30, what="rt-ok healthy and rt-bad failing")
+
         async def failures() -> int:
             health = (await api.client.get("/v1/clusters/rt-bad/health")).json()
             return int(health["consecutiveFailures"])
