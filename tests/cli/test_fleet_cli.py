@@ -181,6 +181,11 @@ async def test_delete_uninstalls_and_forget_removes_a_dead_cluster_with_an_audit
             registered = await register(name, kubeconfig, *admin)
             assert registered.exit_code == 0, registered.output
             assert "healthy" in registered.stdout
+        # registering it again unchanged waits for the run that re-post starts
+        runs = len(await engine.service.reconciliations(runtime_ids=["rt-live"]))
+        again = await register("rt-live", kubeconfig, *admin)
+        assert again.exit_code == 0, again.output
+        assert len(await engine.service.reconciliations(runtime_ids=["rt-live"])) == runs + 1
 
         # a normal delete uninstalls (a delete run) and ends `deleted`
         deleted = as_json(await cli("cluster", "delete", "rt-gone", *admin, "-o", "json"))

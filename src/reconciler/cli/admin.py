@@ -241,9 +241,8 @@ def cluster_register(
     bearer = _bearer(token, token_file)
     data = _call("POST", url, "/v1/clusters", bearer, ca_file, json=body)
     if wait:
-        data = _wait_checked(
-            runtime_id, data["configurationVersion"], url, bearer, ca_file, timeout
-        )
+        version = data["configurationVersion"]
+        data = _wait_checked(runtime_id, version, _evidence(data), url, bearer, ca_file, timeout)
     table = Table("runtime", "health", "status", "config v", "status URL")
     table.add_row(
         data["cluster"],
@@ -257,24 +256,35 @@ def cluster_register(
         raise fail(f"cluster {runtime_id} is {_health(data).get('summary', 'failing')}")
 
 
+def _evidence(data: Any) -> tuple[Any, ...]:
+    """What changes when a run finishes: its configuration, the failures in a row, the last
+    success."""
+    health = _health(data)
+    keys = ("checkedConfigVersion", "consecutiveFailures", "lastSuccess")
+    return tuple(health.get(key) for key in keys)
+
+
 def _wait_checked(
     runtime_id: str,
     config_version: int,
+    before: tuple[Any, ...],
     url: str,
     token: str | None,
     ca_file: str | None,
     timeout: float,
     interval: float = 2.0,
 ) -> Any:
-    """Poll the cluster until a run on `config_version` (or a later one) has finished: its
-    health is then healthy, failing or unreachable. The answer of the last poll."""
+    """Poll the cluster until a run on `config_version` (or a later one) has finished since
+    the evidence was `before` (a re-registration of an unchanged configuration waits for its
+    new run too): its health is then healthy, failing or unreachable. The last answer."""
     deadline = time.monotonic() + timeout
     path = f"/v1/clusters/{runtime_id}/status"
     while True:
         data = _call("GET", url, path, token, ca_file)
         health = _health(data)
         checked = health.get("checkedConfigVersion") or 0
-        if checked >= config_version and health.get("health") in ("healthy", *BAD):
+        finished = checked >= config_version and _evidence(data) != before
+        if finished and health.get("health") in ("healthy", *BAD):
             return data
         if health.get("health") == "disabled":
             raise fail(f"cluster {runtime_id} is disabled: nothing will run until it is enabled")
