@@ -192,8 +192,12 @@ async def test_failing_and_dead_clusters_read_failing_everywhere_until_proven_ot
                     break
             assert min(done.values()) >= 2, done  # two more whole runs were watched
             assert "reconciling" in statuses["rt-stuck"]  # the wire status moved meanwhile
-            failures = f.metric("reconciler_cluster_consecutive_failures", "rt-stuck")
-            assert float(failures.split()[-1]) >= 3
+
+            async def counted() -> bool:  # the gauges follow within a metrics interval
+                failures = f.metric("reconciler_cluster_consecutive_failures", "rt-stuck")
+                return float(failures.split()[-1]) >= 3
+
+            await poll_until(counted, timeout=10, what="the failure count in the metrics")
             history = (await f.http.get("/v1/clusters/rt-stuck/statusChanges")).json()
             retries = [c for c in history["statusChanges"] if c["status"] == "reconciling"]
             assert retries[0]["health"] == "failing"
@@ -248,8 +252,16 @@ async def test_failing_and_dead_clusters_read_failing_everywhere_until_proven_ot
             await poll_until(stuck_delete, timeout=60, what="rt-dead's delete stuck")
             summary = (await f.status("rt-dead"))["health"]["summary"]
             assert "delete cannot finish" in summary
-            table = await cli("cluster", "status", "rt-dead", *f.args(Role.VIEWER))
-            assert "unreachable" in table.stdout
+            table = await cli("cluster", "list", *f.args(Role.VIEWER))
+            (row,) = [line for line in table.stdout.splitlines() if "rt-dead" in line]
+            assert "unreachable" in row
+            watched = await cli(
+                "cluster", "status", "rt-dead", "--watch", "--until", "unreachable",
+                *f.args(Role.VIEWER),
+            )  # fmt: skip
+            (line,) = watched.stdout.splitlines()  # one line a change: never wrapped
+            assert "deleting" in line
+            assert "(delete cannot finish)" in line
             forgotten = await f.cli_json("cluster", "delete", "rt-dead", "--forget")
             assert forgotten["status"] == "deleted"
             listed = await f.cli_json("cluster", "list")

@@ -147,7 +147,8 @@ def _since(health: dict[str, Any]) -> str:
     if health.get("health") not in BAD:
         return ""
     runs = health.get("consecutiveFailures", 0)
-    return f"since {_when(health.get('failingSince'))} ({runs} run{'' if runs == 1 else 's'})"
+    text = f"since {_when(health.get('failingSince'))} ({runs} run{'' if runs == 1 else 's'})"
+    return text + ("; delete cannot finish" if health.get("deleting") else "")
 
 
 def _when(text: str | None) -> str:
