@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -42,9 +42,11 @@ def _fresh_logging() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class KubeTarget:
-    """A cluster tests may use: where its kubeconfig lives."""
+    """A cluster tests may use: where its kubeconfig lives, and for an extra cluster of
+    `cluster_factory` how to stop it early (a cluster whose apiserver is gone)."""
 
     kubeconfig: Path
+    stop: Callable[[], Awaitable[None]] | None = field(default=None, compare=False, repr=False)
 
 
 def _start(directory: Path, controller_manager: bool = True) -> DevCluster:
@@ -108,7 +110,7 @@ async def cluster_factory(
         )
         started.append(cluster)
         await cluster.start()
-        return KubeTarget(cluster.kubeconfig)
+        return KubeTarget(cluster.kubeconfig, stop=cluster.stop)
 
     yield make
     for cluster in started:

@@ -49,6 +49,8 @@ EXPECTED_ROLES = {
     ("POST", "/v1/operations/{schedulingID}/callback/{correlationID}"): Role.OPERATOR,
     ("GET", "/v1/clusters/{runtimeID}/configs"): Role.VIEWER,
     ("POST", "/v1/clusters/{runtimeID}/config/{configVersion}/restore"): Role.ADMIN,
+    ("POST", "/v1/clusters/{runtimeID}/forget"): Role.ADMIN,
+    ("GET", "/v1/clusters/{runtimeID}/health"): Role.VIEWER,
     # the admin console's data (its pages are open shells; its buttons call the routes above)
     ("GET", "/ui/whoami"): Role.VIEWER,
     ("GET", "/ui/fragments/me"): Role.VIEWER,

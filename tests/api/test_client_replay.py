@@ -213,14 +213,23 @@ async def test_broker_and_kcp_cli_flows_work_unchanged_with_a_client_certificate
             info = await cli.get(f"/v1/reconciliations/{listed[0]['schedulingID']}/info")
             assert info.status_code == 200
             assert {op["state"] for op in info.json()["operations"]} == {"done"}
-            for wanted in ("reconcile_disabled", "ready"):
+            # enabling (`ready`) answers `reconcile_pending`: a run re-verifies the cluster
+            # before it reads ready again
+            for wanted, answer in (
+                ("reconcile_disabled", "reconcile_disabled"),
+                ("ready", "reconcile_pending"),
+            ):
                 changed = await cli.put(
                     f"/v1/clusters/{RUNTIME}/status", content=go_marshal({"status": wanted})
                 )
                 assert changed.status_code == 201, changed.text
-                assert http_cluster_response(changed)["status"] == wanted
-            state = await cli.get("/v1/clusters/state", params={"runtimeID": RUNTIME})
-            assert state.json()["status"]["status"] == "ready"
+                assert http_cluster_response(changed)["status"] == answer
+
+            async def state_ready() -> bool:
+                state = await cli.get("/v1/clusters/state", params={"runtimeID": RUNTIME})
+                return bool(state.json()["status"]["status"] == "ready")
+
+            await poll_until(state_ready, timeout=30, what="the enabled cluster to be ready")
             purged = await cli.delete(f"/v1/reconciliations/cluster/{RUNTIME}")
             assert purged.status_code == 200, purged.text
             refused = await cli.post("/v1/clusters", content=go_marshal(update))

@@ -75,8 +75,11 @@ async def test_disabled_cluster_stays_disabled_when_the_broker_upserts_it(api: A
         "/v1/clusters", json=cluster_body("rt-off", components=("istio",))
     )
     assert upserted.json()["status"] == "reconcile_disabled"
+    # enabling claims no result: a run that re-verifies the cluster is scheduled at once
     enabled = await api.client.put("/v1/clusters/rt-off/status", json={"status": "ready"})
-    assert enabled.json()["status"] == "ready"
+    assert enabled.json()["status"] == "reconcile_pending"
+    # the configuration stored while disabled has not been applied yet
+    assert enabled.json()["health"]["health"] == "progressing"
 
 
 def _gated(tmp_path: Path, tokens: Tokens, gate: Gate) -> AbstractAsyncContextManager[Api]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,8 @@ from reconciler.api.auth import Role
 from reconciler.cli.main import app
 from reconciler.model.status import ClusterStatus
 from reconciler.mothership.engine import Engine
+from reconciler.mothership.invoker import Invoker
+from reconciler.mothership.planner import Planner
 from reconciler.observability.logging import configure_logging
 from reconciler.util.polling import poll_until
 from tests.api.support import Tokens, accept_kubeconfig, engine_settings, noop_invoker
@@ -30,9 +32,16 @@ async def cli(*args: str, env: dict[str, str] | None = None) -> Result:
 
 
 @asynccontextmanager
-async def served_api(tmp_path: Path, tokens: Tokens) -> AsyncIterator[tuple[Engine, str]]:
-    """An engine (no-op invoker) with the API served on a port; yields it and the base URL."""
-    engine = Engine(engine_settings(tmp_path / "data", workspace=EXAMPLES), invoker=noop_invoker)
+async def served_api(
+    tmp_path: Path,
+    tokens: Tokens,
+    invoker: Callable[[Planner], Invoker] = noop_invoker,
+    **overrides: Any,
+) -> AsyncIterator[tuple[Engine, str]]:
+    """An engine (no-op invoker unless given, engine settings `overrides`) with the API served
+    on a port, its audit log in `tmp_path/audit.log`; yields it and the base URL."""
+    settings = engine_settings(tmp_path / "data", workspace=EXAMPLES, **overrides)
+    engine = Engine(settings, invoker=invoker)
     async with engine:
         api = create_app(
             engine.service,
@@ -86,10 +95,14 @@ async def test_register_watch_disable_enable_and_inspect_through_the_api(tmp_pat
             "reconcile_disabled"
         )
         assert (await engine.service.cluster("rt-cli")).status is (ClusterStatus.RECONCILE_DISABLED)
-        assert as_json(await cli("cluster", "enable", "rt-cli", *operator))["status"] == "ready"
+        # enabling schedules a run that re-verifies the cluster
+        enabled = as_json(await cli("cluster", "enable", "rt-cli", *operator))
+        assert enabled["status"] == "reconcile_pending"
+        await poll_until(ready, timeout=30, what="rt-cli ready again after enabling")
 
         history = as_json(await cli("cluster", "history", "rt-cli", *viewer, "-o", "json"))
         assert history["statusChanges"][0]["status"] == "ready"
+        assert history["statusChanges"][0]["health"] == "healthy"
         (latest, *_) = as_json(await cli("reconciliation", "list", *viewer, "-o", "json"))
         info = as_json(
             await cli("reconciliation", "info", latest["schedulingID"], *viewer, "-o", "json")

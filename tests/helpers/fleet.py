@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reconciler.model.cluster import ClusterSpec
+from reconciler.model.health import RunEvidence, health_of
 from reconciler.model.status import ClusterStatus
 from reconciler.store.inventory import InventoryRepository
 from reconciler.store.tables import cluster_configs, cluster_heads, cluster_statuses, clusters
@@ -51,13 +52,15 @@ async def bulk_fleet(
             }
         )
         common = {"runtime_id": spec.runtime_id, "cluster_version": number}
+        # the health a first status gives (no run has finished: failed ones as failing)
+        health = health_of(ClusterStatus(status), number, RunEvidence()).value
         status_rows.append(
             {**common, "id": number, "config_version": number, "status": status}
-            | {"deleted": False, "created": now}
+            | {"deleted": False, "created": now, "health": health}
         )
         head_rows.append(
             {**common, "config_version": number, "status_id": number, "status": status}
-            | {"status_changed": now, "deleted": False}
+            | {"status_changed": now, "deleted": False, "health": health}
         )
     async with inventory.engine.begin() as conn:
         for table, rows in (

@@ -8,6 +8,7 @@ raw status), secret configuration values are redacted, and kubeconfigs are never
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 
 from reconciler.api import schemas as s
@@ -21,6 +22,7 @@ from reconciler.model.cluster import (
     KymaConfig,
     StatusChange,
 )
+from reconciler.model.health import ClusterHealth
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.mothership.service import Failure
 from reconciler.util.secrecy import REDACTED
@@ -40,7 +42,10 @@ def status_url(base_url: str, runtime_id: str, config_version: int) -> str:
 
 
 def cluster_response(
-    state: ClusterState, failures: Sequence[Failure], base_url: str
+    state: ClusterState,
+    failures: Sequence[Failure],
+    base_url: str,
+    health: ClusterHealth | None = None,
 ) -> s.ClusterResponse:
     return s.ClusterResponse(
         cluster=state.runtime_id,
@@ -49,6 +54,23 @@ def cluster_response(
         status=state.status.public,
         statusURL=status_url(base_url, state.runtime_id, state.config_version),
         failures=[s.FailureOut(component=f.component, reason=f.reason) for f in failures],
+        health=cluster_health(health) if health is not None else None,
+    )
+
+
+def cluster_health(health: ClusterHealth) -> s.ClusterHealthOut:
+    evidence = health.evidence
+    bad = health.health.bad
+    return s.ClusterHealthOut(
+        health=health.health,
+        failingSince=evidence.failing_since if bad else None,
+        consecutiveFailures=evidence.consecutive_failures if bad else 0,
+        component=evidence.component if bad else "",
+        reason=evidence.reason if bad else "",
+        lastSuccess=evidence.last_success,
+        checkedConfigVersion=evidence.config_version,
+        deleting=health.deleting,
+        summary=health.summary,
     )
 
 
@@ -130,6 +152,7 @@ def status_changes(changes: Sequence[StatusChange]) -> s.StatusChangesResponse:
                 status=c.status.public,
                 configVersion=c.config_version or None,
                 restoredFrom=c.restored_from,
+                health=c.health,
             )
             for c in changes
         ]
@@ -149,8 +172,11 @@ def reconciliation(item: Reconciliation, shoot_name: str) -> s.ReconciliationOut
     )
 
 
-def operation(op: Operation) -> s.OperationOut:
+def operation(op: Operation, now: dt.datetime | None = None) -> s.OperationOut:
+    end = op.updated if op.state.final else (now or dt.datetime.now(dt.UTC))
     return s.OperationOut(
+        retries=op.retries,
+        duration=round(max((end - op.created).total_seconds(), 0.0), 3),
         priority=op.priority,
         schedulingID=op.scheduling_id,
         correlationID=op.correlation_id,

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from reconciler.model.health import Health
 from reconciler.model.status import ClusterStatus
 from reconciler.model.values import MAX_VALUE_DEPTH, nesting_depth
 
@@ -115,6 +116,14 @@ class StatusUpdate(_Input):
     status: UserStatus
 
 
+class ForgetRequest(_Input):
+    confirm: bool = Field(
+        default=False,
+        description="Forget the cluster even though it is healthy (its apiserver answers):"
+        " whatever is installed on it stays installed.",
+    )
+
+
 class OperationStop(_Input):
     reason: str = Field(default="", max_length=4096)
 
@@ -129,6 +138,36 @@ class FailureOut(BaseModel):
     reason: str
 
 
+class ClusterHealthOut(BaseModel):
+    """A cluster's health beside its wire status (an addition of this implementation): what
+    the latest finished run proved, kept while the next one runs."""
+
+    health: Health = Field(
+        description="healthy, progressing, failing, unreachable, disabled (deleted: forgotten"
+        " or uninstalled). A failing cluster stays failing while its retries run."
+    )
+    failingSince: dt.datetime | None = Field(
+        default=None, description="When the current series of failed runs began."
+    )
+    consecutiveFailures: int = Field(default=0, description="Failed runs in a row.")
+    component: str = Field(
+        default="", description="The root cause: the first component that failed."
+    )
+    reason: str = Field(default="", description="Why that component failed.")
+    lastSuccess: dt.datetime | None = Field(
+        default=None, description="When a run last succeeded on this cluster."
+    )
+    checkedConfigVersion: int | None = Field(
+        default=None,
+        description="The configuration version the latest finished run worked on (None: no"
+        " run has finished yet).",
+    )
+    deleting: bool = Field(
+        default=False, description="A deletion is under way (failing: it cannot finish)."
+    )
+    summary: str = Field(default="", description="All of the above in one line.")
+
+
 class ClusterResponse(BaseModel):
     cluster: str
     clusterVersion: int
@@ -136,6 +175,9 @@ class ClusterResponse(BaseModel):
     status: ClusterStatus
     statusURL: str
     failures: list[FailureOut] = Field(default_factory=list)
+    health: ClusterHealthOut | None = Field(
+        default=None, description="Not in the original API: the cluster's health."
+    )
 
 
 class ClusterListItem(BaseModel):
@@ -146,6 +188,7 @@ class ClusterListItem(BaseModel):
     clusterVersion: int
     configurationVersion: int
     statusChanged: dt.datetime
+    health: ClusterHealthOut | None = None
 
 
 class ConfigEntryOut(BaseModel):
@@ -232,6 +275,10 @@ class StatusChangeOut(BaseModel):
         default=None,
         description="Set when that configuration version is a rollback: the version it restored.",
     )
+    health: Health | None = Field(
+        default=None,
+        description="The cluster's health from this change on (not in the original API).",
+    )
 
 
 class ConfigVersionOut(BaseModel):
@@ -279,6 +326,12 @@ class OperationOut(BaseModel):
     created: dt.datetime
     updated: dt.datetime
     type: str
+    retries: int = Field(default=0, description="Attempts that failed before this one.")
+    duration: float = Field(
+        default=0.0,
+        description="Seconds from creation to the final state (or to now, while open)."
+        " Not in the original API.",
+    )
     blocker: str = Field(
         default="",
         description="What keeps the component from being ready while it runs or after it failed:"

@@ -1,16 +1,25 @@
 """`reconciler cluster ...` and `reconciler reconciliation ...`: the admin CLI of the mothership's
-REST API (what the KCP CLI does for the original), with human tables or `--output json`."""
+REST API (what the KCP CLI does for the original), with human tables, `-o wide` or `-o json`.
+
+Tables show the cluster's health beside its status (a failing cluster reads `failing` while its
+retries run, though its status reads `reconciling`), and never cut an identifier a person pastes
+into the next command: runtime, scheduling and correlation IDs are shown whole, the table grows
+wider than the terminal rather than shortening them.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from reconciler.cli.errors import BAD_INPUT, fail
@@ -44,7 +53,7 @@ TokenFile = Annotated[
 CaFile = Annotated[
     str | None, typer.Option("--ca-file", envvar="RECONCILER_CA_FILE", help="CA bundle (TLS).")
 ]
-Output = Annotated[str, typer.Option("--output", "-o", help="table | json")]
+Output = Annotated[str, typer.Option("--output", "-o", help="table | wide (more columns) | json")]
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 cluster_app = typer.Typer(help="Clusters known to the mothership.", no_args_is_help=True)
@@ -91,11 +100,67 @@ def _call(
     return response.json() if response.content else None
 
 
+WHOLE = frozenset(
+    {
+        "runtime",
+        "scheduling id",
+        "correlation id",
+        "status",
+        "health",
+        "component",
+        "state",
+        "config v",
+    }
+)
+"""Columns whose values are shown whole, never wrapped or shortened (people paste them)."""
+BAD = ("failing", "unreachable")
+
+
 def _print(data: Any, output: str, table: Table | None) -> None:
     if output == "json" or table is None:
         typer.echo(json.dumps(data, indent=2))
     else:
+        _show(table)
+
+
+def _show(table: Table) -> None:
+    """Print `table` with its identifier columns whole: as wide as they need, the others
+    wrapping, the table wider than the terminal when it has to be."""
+    for column in table.columns:
+        if str(column.header) in WHOLE:
+            column.no_wrap = True
+            column.min_width = max((len(str(cell)) for cell in column.cells), default=0)
+    options = console.options.update(max_width=100_000)
+    need = Measurement.get(console, options, table).minimum
+    if need <= console.width:
         console.print(table)
+    else:
+        Console(width=need, force_terminal=console.is_terminal).print(table)
+
+
+def _health(item: dict[str, Any]) -> dict[str, Any]:
+    return item.get("health") or {}
+
+
+def _since(health: dict[str, Any]) -> str:
+    """`since 2026-11-27 08:12:01 (3 runs)` for a failing cluster, else ''."""
+    if health.get("health") not in BAD:
+        return ""
+    runs = health.get("consecutiveFailures", 0)
+    text = f"since {_when(health.get('failingSince'))} ({runs} run{'' if runs == 1 else 's'})"
+    return text + ("; delete cannot finish" if health.get("deleting") else "")
+
+
+def _when(text: str | None) -> str:
+    if not text:
+        return ""
+    return dt.datetime.fromisoformat(text).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _cause(health: dict[str, Any]) -> str:
+    if health.get("health") not in BAD:
+        return ""
+    return ": ".join(p for p in (health.get("component"), health.get("reason")) if p)
 
 
 @cluster_app.command("list")
@@ -106,17 +171,24 @@ def cluster_list(
     ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
-    """All clusters with status and versions."""
+    """All clusters with health, status and versions (failing ones with their root cause)."""
     data = _call("GET", url, "/v1/clusters", _bearer(token, token_file), ca_file)
-    table = Table("runtime", "status", "cluster v", "config v", "since")
+    wide = output == "wide"
+    columns = ["runtime", "health", "status", "config v", "status since", "failing"]
+    table = Table(*columns, *(["root cause", "last success"] if wide else []))
     for item in data:
-        table.add_row(
+        health = _health(item)
+        row = [
             item["runtimeID"],
+            health.get("health", ""),
             item["status"],
-            str(item["clusterVersion"]),
             str(item["configurationVersion"]),
-            item["statusChanged"],
-        )
+            _when(item["statusChanged"]),
+            _since(health),
+        ]
+        if wide:
+            row += [_cause(health), _when(health.get("lastSuccess"))]
+        table.add_row(*row)
     _print(data, output, table)
 
 
@@ -134,6 +206,15 @@ def cluster_register(
     token_file: TokenFile = None,
     ca_file: CaFile = None,
     output: Output = "table",
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="Wait until a run of this configuration finished: exit 0 when healthy, 1 when"
+            " failing.",
+        ),
+    ] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds --wait waits at most.")] = 900.0,
 ) -> None:
     """Register (or update) a cluster with every component of a workspace, as KEB would."""
     from reconciler.charts.workspace import Workspace
@@ -158,16 +239,62 @@ def cluster_register(
         "metadata": {},
         "kubeconfig": text,
     }
-    data = _call("POST", url, "/v1/clusters", _bearer(token, token_file), ca_file, json=body)
-    table = Table("runtime", "status", "cluster v", "config v", "status URL")
+    bearer = _bearer(token, token_file)
+    data = _call("POST", url, "/v1/clusters", bearer, ca_file, json=body)
+    if wait:
+        version = data["configurationVersion"]
+        data = _wait_checked(runtime_id, version, _evidence(data), url, bearer, ca_file, timeout)
+    table = Table("runtime", "health", "status", "config v", "status URL")
     table.add_row(
         data["cluster"],
+        _health(data).get("health", ""),
         data["status"],
-        str(data["clusterVersion"]),
         str(data["configurationVersion"]),
         data["statusURL"],
     )
     _print(data, output, table)
+    if wait and _health(data).get("health") in BAD:
+        raise fail(f"cluster {runtime_id} is {_health(data).get('summary', 'failing')}")
+
+
+def _evidence(data: Any) -> tuple[Any, ...]:
+    """What changes when a run finishes: its configuration, the failures in a row, the last
+    success."""
+    health = _health(data)
+    keys = ("checkedConfigVersion", "consecutiveFailures", "lastSuccess")
+    return tuple(health.get(key) for key in keys)
+
+
+def _wait_checked(
+    runtime_id: str,
+    config_version: int,
+    before: tuple[Any, ...],
+    url: str,
+    token: str | None,
+    ca_file: str | None,
+    timeout: float,
+    interval: float = 2.0,
+) -> Any:
+    """Poll the cluster until a run on `config_version` (or a later one) has finished since
+    the evidence was `before` (a re-registration of an unchanged configuration waits for its
+    new run too): its health is then healthy, failing or unreachable. The last answer."""
+    deadline = time.monotonic() + timeout
+    path = f"/v1/clusters/{runtime_id}/status"
+    while True:
+        data = _call("GET", url, path, token, ca_file)
+        health = _health(data)
+        checked = health.get("checkedConfigVersion") or 0
+        finished = checked >= config_version and _evidence(data) != before
+        if finished and health.get("health") in ("healthy", *BAD):
+            return data
+        if health.get("health") == "disabled":
+            raise fail(f"cluster {runtime_id} is disabled: nothing will run until it is enabled")
+        if time.monotonic() >= deadline:
+            raise fail(
+                f"cluster {runtime_id}: no run of configuration {config_version} finished within"
+                f" {timeout:g}s (status {data['status']}, health {health.get('health')})"
+            )
+        time.sleep(interval)
 
 
 @cluster_app.command("status")
@@ -178,21 +305,66 @@ def cluster_status(
     token_file: TokenFile = None,
     ca_file: CaFile = None,
     output: Output = "table",
+    watch: Annotated[
+        bool, typer.Option("--watch", "-w", help="Keep polling; print a line at each change.")
+    ] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between polls of --watch.")] = 2.0,
+    until: Annotated[
+        str | None,
+        typer.Option(help="With --watch: stop (exit 0) at this health or status, e.g. healthy."),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(help="With --watch: give up (exit 1) after this many seconds."),
+    ] = None,
 ) -> None:
-    """Current status of one cluster, with the failures of its last reconciliation."""
-    data = _call(
-        "GET", url, f"/v1/clusters/{runtime_id}/status", _bearer(token, token_file), ca_file
-    )
-    table = Table("runtime", "status", "cluster v", "config v", "failures")
-    failures = "; ".join(f"{f['component']}: {f['reason']}" for f in data.get("failures") or [])
-    table.add_row(
+    """Health and status of one cluster: a failing one with since when, how many runs in a
+    row and the root cause; `--watch` prints a line at each change until stopped."""
+    bearer = _bearer(token, token_file)
+    path = f"/v1/clusters/{runtime_id}/status"
+    if not watch:
+        data = _call("GET", url, path, bearer, ca_file)
+        _print(data, output, _status_table(data, wide=output == "wide"))
+        return
+    deadline = None if timeout is None else time.monotonic() + timeout
+    seen: tuple[Any, ...] | None = None
+    while True:
+        data = _call("GET", url, path, bearer, ca_file)
+        health = _health(data)
+        now = (data["status"], health.get("health"), health.get("consecutiveFailures"))
+        if now != seen:
+            seen = now
+            if output == "json":
+                typer.echo(json.dumps(data))
+            else:
+                stamp = dt.datetime.now(dt.UTC).strftime("%H:%M:%S")
+                typer.echo(f"{stamp}  {data['status']:<26} {health.get('summary', '')}")
+        if until and until in (data["status"], health.get("health")):
+            return
+        if deadline is not None and time.monotonic() >= deadline:
+            raise fail(f"cluster {runtime_id}: not {until} within {timeout:g}s")
+        time.sleep(interval)
+
+
+def _status_table(data: Any, *, wide: bool) -> Table:
+    health = _health(data)
+    table = Table("runtime", "health", "status", "config v", "failing", "root cause")
+    if wide:
+        table.add_column("last success")
+        table.add_column("failures of the latest run")
+    row = [
         data["cluster"],
+        health.get("health", ""),
         data["status"],
-        str(data["clusterVersion"]),
         str(data["configurationVersion"]),
-        failures,
-    )
-    _print(data, output, table)
+        _since(health),
+        _cause(health),
+    ]
+    if wide:
+        failures = "; ".join(f"{f['component']}: {f['reason']}" for f in data.get("failures") or [])
+        row += [_when(health.get("lastSuccess")), failures]
+    table.add_row(*row)
+    return table
 
 
 @cluster_app.command("history")
@@ -214,10 +386,11 @@ def cluster_history(
         ca_file,
         params={"offset": offset},
     )
-    table = Table("started", "status", "duration", "config v")
+    table = Table("started", "health", "status", "duration", "config v")
     for change in data["statusChanges"]:
         table.add_row(
-            change["started"],
+            _when(change["started"]),
+            change.get("health") or "",
             change["status"],
             f"{change['duration'] / 1e9:.1f}s",
             _config_version(change.get("configVersion"), change.get("restoredFrom")),
@@ -299,8 +472,8 @@ def _set_status(
     data = _call(
         "PUT", url, f"/v1/clusters/{runtime_id}/status", token, ca_file, json={"status": status}
     )
-    table = Table("runtime", "status")
-    table.add_row(data["cluster"], data["status"])
+    table = Table("runtime", "status", "health")
+    table.add_row(data["cluster"], data["status"], _health(data).get("summary", ""))
     _print(data, output, table)
 
 
@@ -323,10 +496,57 @@ def _status_command(status: str, help_text: str) -> Callable[..., None]:
 
 for _name, _status, _help in (
     ("disable", "reconcile_disabled", "Stop reconciling a cluster (until enabled)."),
-    ("enable", "ready", "Reconcile a disabled cluster again."),
+    (
+        "enable",
+        "ready",
+        "Reconcile a disabled cluster again: a run re-verifies it at once (its health stays"
+        " what the last run proved until then).",
+    ),
     ("reconcile", "reconcile_pending", "Reconcile a cluster now."),
 ):
     cluster_app.command(_name)(_status_command(_status, _help))
+
+
+@cluster_app.command("delete")
+def cluster_delete(
+    runtime_id: str,
+    forget: Annotated[
+        bool,
+        typer.Option(
+            "--forget",
+            help="The cluster's infrastructure is gone: remove it from the inventory without"
+            " uninstalling anything (admin role; audited).",
+        ),
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", help="With --forget: forget it even though it is healthy (it answers)."
+        ),
+    ] = False,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    ca_file: CaFile = None,
+    output: Output = "table",
+) -> None:
+    """Delete a cluster: uninstall its components (a delete run), or with --forget remove a
+    cluster whose infrastructure is gone (refused while it is healthy, unless --yes)."""
+    bearer = _bearer(token, token_file)
+    if forget:
+        data = _call(
+            "POST",
+            url,
+            f"/v1/clusters/{runtime_id}/forget",
+            bearer,
+            ca_file,
+            json={"confirm": yes},
+        )
+    else:
+        data = _call("DELETE", url, f"/v1/clusters/{runtime_id}", bearer, ca_file)
+    table = Table("runtime", "status", "health")
+    table.add_row(data["cluster"], data["status"], _health(data).get("summary", ""))
+    _print(data, output, table)
 
 
 @reconciliation_app.command("list")
@@ -355,7 +575,7 @@ def reconciliation_list(
             item["runtimeID"],
             item["status"],
             str(item["finished"]),
-            item["created"],
+            _when(item["created"]),
         )
     _print(data, output, table)
 
@@ -369,27 +589,27 @@ def reconciliation_info(
     ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
-    """One reconciliation with its operations; for a component still running or failed, the
-    object that keeps it from being ready ("blocked by")."""
+    """One reconciliation with its operations: state, duration, retries; for a component
+    still running or failed, why (reason) and the object that keeps it from being ready
+    ("blocked by"). `-o wide` adds the correlation IDs."""
     data = _call(
         "GET", url, f"/v1/reconciliations/{scheduling_id}/info", _bearer(token, token_file), ca_file
     )
-    table = Table(
-        "priority",
-        "component",
-        "type",
-        "state",
-        "reason",
-        "blocked by",
-        title=(f"{data['schedulingID']}  {data['status']}  finished={data['finished']}"),
-    )
+    wide = output == "wide"
+    if output != "json":
+        typer.echo(f"{data['schedulingID']}  {data['status']}  finished={data['finished']}")
+    columns = ["priority", "component", "type", "state", "duration", "retries", "reason"]
+    table = Table(*columns, "blocked by", *(["correlation id"] if wide else []))
     for op in data["operations"]:
-        table.add_row(
+        row = [
             str(op["priority"]),
             op["component"],
             op["type"],
             op["state"],
+            f"{op.get('duration', 0.0):.1f}s",
+            str(op.get("retries", 0)),
             op["reason"],
             op.get("blocker", ""),
-        )
+        ]
+        table.add_row(*row, *([op["correlationID"]] if wide else []))
     _print(data, output, table)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from reconciler.cli.errors import BAD_INPUT, fail, failures
-from reconciler.mothership.settings import Settings
+from reconciler.mothership.settings import REMOTE_CALLBACK_TOKEN, Settings
 from reconciler.observability.logging import configure_logging
 
 if TYPE_CHECKING:  # the engine (SQLAlchemy, Alembic) is imported when a command needs it,
@@ -31,6 +31,16 @@ DatabaseUrl = Annotated[
 def load(config: Path | None, database_url: str | None, **overrides: object) -> Settings:
     with failures(BAD_INPUT):
         return Settings.load(config, database_url=database_url, **overrides)
+
+
+def refuse_incomplete_remote(settings: Settings, *, callback_token: str | None) -> None:
+    """Exit 2 with one line naming every missing setting of `invoker=remote` (with
+    `callback_token` None: this process receives no callbacks, so it needs none)."""
+    missing = settings.remote_problems()
+    if settings.invoker == "remote" and callback_token == "":
+        missing.append(REMOTE_CALLBACK_TOKEN)
+    if missing:
+        raise fail("invoker=remote needs " + "; ".join(missing), BAD_INPUT)
 
 
 @app.command("migrate")
@@ -84,6 +94,7 @@ def run(
         workers=workers,
         migrate_on_start=migrate_on_start,
     )
+    refuse_incomplete_remote(settings, callback_token=None)  # callbacks reach `serve`
     with failures():
         asyncio.run(run_until_signalled(Engine(settings)))
 
@@ -110,7 +121,11 @@ def serve(
     switched off only explicitly (RECONCILER_API_AUTH=none). SIGTERM stops gracefully: running
     operations are handed back and resumed by the next start (or another instance).
     """
+    from pydantic import ValidationError
+
     from reconciler.api.server import run_server
+    from reconciler.api.settings import ApiSettings
+    from reconciler.mothership.settings import problems
 
     configure_logging(json_lines=True)
     settings = load(
@@ -122,7 +137,19 @@ def serve(
     )
     if (cert_file is None) != (key_file is None):
         raise fail("--cert-file and --key-file go together", BAD_INPUT)
+    try:
+        api_settings = ApiSettings()
+    except ValidationError as exc:
+        raise fail(f"invalid API settings: {problems(exc)}", BAD_INPUT) from None
+    refuse_incomplete_remote(settings, callback_token=api_settings.callback_token)
     with failures():
         asyncio.run(
-            run_server(settings, host=host, port=port, cert_file=cert_file, key_file=key_file)
+            run_server(
+                settings,
+                host=host,
+                port=port,
+                cert_file=cert_file,
+                key_file=key_file,
+                api_settings=api_settings,
+            )
         )

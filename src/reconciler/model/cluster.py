@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reconciler.model.health import Health
 from reconciler.model.status import ClusterStatus
 
 
@@ -139,6 +140,8 @@ class StatusChange:
     config_version: int = 0
     restored_from: int | None = None
     """Set when `config_version` is a rollback: the version it restored."""
+    health: Health | None = None
+    """The cluster's health from this change on (None: recorded before health existed)."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import functools
 
 import structlog
 
+from reconciler.model.health import NOT_RUN, RunOutcome
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.status import ClusterStatus, OperationState, OperationType
 from reconciler.mothership.loops import each, run_every
@@ -78,10 +79,12 @@ class Bookkeeper:
         if failed and any(op.state is OperationState.NEW for op in ops):
             await self.repo.cancel_blocked(
                 reconciliation.scheduling_id,
-                f"not run: component {failed[0].component} failed",
+                f"{NOT_RUN}{failed[0].component} failed",
             )
         status = outcome(reconciliation, ops)
-        result = await self.repo.finish(reconciliation, status)
+        result = await self.repo.finish(
+            reconciliation, status, RunOutcome.of(reconciliation.config_version, ops)
+        )
         log.info(
             "reconciliation finished",
             runtime_id=reconciliation.runtime_id,

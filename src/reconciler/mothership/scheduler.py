@@ -19,6 +19,7 @@ import structlog
 
 from reconciler.errors import ReconcilerError
 from reconciler.model.cluster import Head
+from reconciler.model.health import RunOutcome
 from reconciler.model.status import ClusterStatus, OperationType
 from reconciler.mothership.loops import each, run_every
 from reconciler.mothership.notifier import Channel, Notifier
@@ -93,7 +94,7 @@ class Scheduler:
             planned = self.planner.operations(state, task_type)
         except ReconcilerError as exc:
             bound.error("cannot plan reconciliation", error=str(exc))
-            await self._fail_planning(head, task_type)
+            await self._fail_planning(head, task_type, f"cannot plan the run: {exc}")
             return False
         scheduling_id = await self.repo.create(
             head.runtime_id,
@@ -113,15 +114,19 @@ class Scheduler:
         )
         return True
 
-    async def _fail_planning(self, head: Head, task_type: OperationType) -> None:
+    async def _fail_planning(self, head: Head, task_type: OperationType, reason: str) -> None:
         working, failed = (
             (S.DELETING, S.DELETE_ERROR)
             if task_type is OperationType.DELETE
             else (S.RECONCILING, S.ERROR)
         )
         try:
-            await self.inventory.set_status(head.runtime_id, working)
-            await self.inventory.set_status(head.runtime_id, failed)
+            async with self.inventory.exclusive(head.runtime_id) as conn:
+                await self.inventory.set_status(head.runtime_id, working, conn=conn)
+                await self.inventory.record_result(
+                    head.runtime_id, RunOutcome.failed(head.config_version, reason), conn
+                )
+                await self.inventory.set_status(head.runtime_id, failed, conn=conn)
         except ReconcilerError as exc:
             log.warning(
                 "cannot record planning failure", runtime_id=head.runtime_id, error=str(exc)

@@ -1,7 +1,7 @@
 """The mothership's Python API: what the REST layer and the admin CLI call.
 
-Each method is one use case (upsert a cluster, delete it, read its state, change its status,
-list reconciliations, stop an operation). Changes wake the scheduler at once.
+Each method is one use case (upsert a cluster, delete or forget it, read its state and health,
+change its status, list reconciliations, stop an operation). Changes wake the scheduler at once.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from reconciler.model.cluster import (
     Head,
     StatusChange,
 )
+from reconciler.model.health import ClusterHealth, Health
 from reconciler.model.operation import Operation, Reconciliation
 from reconciler.model.remote import CallbackMessage
 from reconciler.model.status import ClusterStatus, OperationState, StatusTransitionError
@@ -36,6 +37,11 @@ RERUN_ON_REPOST = {S.READY, S.ERROR, S.RECONCILE_ERROR_RETRYABLE, S.RECONCILING}
 `reconcile_pending` on every upsert (the broker re-posts a cluster to retry it). During a run the
 request is newer than the run's outcome: another run follows it. A pending cluster already waits
 for one; a disabled one stays disabled; one being deleted is not re-created by a re-post."""
+
+
+LIVE_HEALTHS = (Health.HEALTHY, Health.PROGRESSING)
+"""Healths in which forgetting a cluster needs a confirmation: its apiserver answers."""
+FORGOTTEN = "forgotten: the cluster was removed from the inventory without an uninstall"
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,36 @@ class MothershipService:
         state = await self.inventory.set_status(runtime_id, S.DELETE_PENDING)
         await self.notifier.notify(Channel.CLUSTERS)
         return state
+
+    async def forget_cluster(self, runtime_id: str, *, confirm: bool = False) -> ClusterState:
+        """Remove a cluster whose infrastructure is gone: no uninstall, the inventory marked
+        deleted, an active run ended. Refused (ConflictError) while the cluster is healthy or
+        progressing, unless `confirm`: then its apiserver answers, and whatever was installed
+        stays installed. NotFoundError for an unknown (or already deleted) cluster."""
+        health = await self.inventory.health(runtime_id)
+        if health.health is Health.DELETED:
+            raise NotFoundError(f"cluster {runtime_id} not found")
+        answers = health.health in LIVE_HEALTHS or (
+            health.health is Health.DISABLED and health.evidence.result is Health.HEALTHY
+        )
+        if answers and not confirm:
+            raise ConflictError(
+                f"cluster {runtime_id} is {health.health}: its apiserver answers, and forgetting"
+                " it leaves everything installed on it. Delete it (uninstall) instead, or"
+                " confirm that it is to be forgotten anyway"
+            )
+        state = await self.repo.forget(runtime_id, FORGOTTEN)
+        await self.notifier.notify(Channel.CLUSTERS)
+        await self.notifier.notify(Channel.FINISHED)
+        return state
+
+    async def health(self, runtime_id: str) -> ClusterHealth:
+        """The cluster's health and the evidence behind it (NotFoundError when unknown)."""
+        return await self.inventory.health(runtime_id)
+
+    async def healths(self) -> dict[str, ClusterHealth]:
+        """The health of every cluster that is not deleted, by runtime ID."""
+        return {h.runtime_id: h for h in await self.inventory.healths()}
 
     async def restore_config(self, runtime_id: str, config_version: int) -> ClusterState:
         """Roll the cluster back to an earlier configuration: a new version equal to
@@ -137,15 +173,21 @@ class MothershipService:
 
     async def set_status(self, runtime_id: str, status: ClusterStatus) -> ClusterState:
         """Disable (`reconcile_disabled`), enable (`ready`) or force a run
-        (`reconcile_pending`)."""
+        (`reconcile_pending`).
+
+        Nothing set by hand claims a result: enabling makes the cluster `reconcile_pending` (a
+        run that re-verifies it is scheduled at once, and its health stays what the last run
+        proved until this one proves otherwise), as forcing a run does."""
         if status not in USER_STATUSES:
             raise ConflictError(
                 f"status {status} cannot be set by hand; allowed: "
                 + ", ".join(sorted(s.value for s in USER_STATUSES))
             )
         current = await self.inventory.latest(runtime_id)
-        if status is S.READY and current.status is not S.RECONCILE_DISABLED:
-            return current  # enabling a cluster that is not disabled changes nothing
+        if status is S.READY:
+            if current.status is not S.RECONCILE_DISABLED:
+                return current  # enabling a cluster that is not disabled changes nothing
+            status = S.RECONCILE_PENDING
         state = await self.inventory.set_status(runtime_id, status)
         await self.notifier.notify(Channel.CLUSTERS)
         return state

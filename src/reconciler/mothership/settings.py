@@ -118,6 +118,37 @@ class Settings(BaseSettings):
             )
         return self
 
+    def remote_problems(self) -> list[str]:
+        """With `invoker=remote`: each setting this process needs for it that is missing or
+        not a URL, named with its environment variable and config key (empty: complete, or
+        another invoker). The callback token is the API's (`REMOTE_CALLBACK_TOKEN`)."""
+        if self.invoker != "remote":
+            return []
+        problems = []
+        urls = [u.strip() for v in self.component_reconcilers.values() for u in v.split(",")]
+        if not any(urls):
+            problems.append(
+                "the component reconciler URL (RECONCILER_COMPONENT_RECONCILERS="
+                '\'{"base": "http://host:8080"}\', config key component_reconcilers)'
+            )
+        elif not all(_http_url(u) for u in urls if u):
+            problems.append(
+                "component_reconcilers (RECONCILER_COMPONENT_RECONCILERS) must hold http(s) URLs"
+            )
+        if not self.component_reconciler_token:
+            problems.append(
+                "its token (RECONCILER_COMPONENT_RECONCILER_TOKEN, config key"
+                " component_reconciler_token)"
+            )
+        if not self.callback_url:
+            problems.append(
+                "the callback URL component reconcilers reach this mothership at"
+                " (RECONCILER_CALLBACK_URL, config key callback_url)"
+            )
+        elif not _http_url(self.callback_url):
+            problems.append("callback_url (RECONCILER_CALLBACK_URL) must be an http(s) URL")
+        return problems
+
     def sqlalchemy_url(self) -> str:
         if self.database_url:
             return self.database_url
@@ -149,6 +180,18 @@ class Settings(BaseSettings):
             return cls(**data)
         except ValidationError as exc:
             raise SettingsError(f"invalid settings: {problems(exc)}") from None
+
+
+REMOTE_CALLBACK_TOKEN = (
+    "the callback token component reconcilers send (RECONCILER_API_CALLBACK_TOKEN, the API"
+    " setting callback_token; the same value as the component reconcilers'"
+    " RECONCILER_COMPONENT_CALLBACK_TOKEN, which defaults to their RECONCILER_COMPONENT_TOKEN)"
+)
+
+
+def _http_url(text: str) -> bool:
+    scheme, _, rest = text.partition("://")
+    return scheme in ("http", "https") and bool(rest.strip("/"))
 
 
 def problems(exc: ValidationError) -> str:

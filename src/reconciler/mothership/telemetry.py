@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from reconciler.mothership.loops import run_every
 from reconciler.mothership.workers import WorkerPool
-from reconciler.observability.metrics import Metrics
+from reconciler.observability.metrics import HealthSample, Metrics
 from reconciler.store.inventory import InventoryRepository
 from reconciler.store.reconciliations import ReconciliationRepository
 
@@ -36,6 +36,15 @@ class MetricsRefresher:
         self.metrics.set_cluster_statuses(statuses)
         self.metrics.replace_counts(
             self.metrics.clusters, "status", dict(Counter(s for _, s in statuses))
+        )
+        self.metrics.set_cluster_healths(
+            HealthSample(
+                h.runtime_id,
+                h.health.value,
+                h.evidence.consecutive_failures,
+                h.evidence.last_success.timestamp() if h.evidence.last_success else None,
+            )
+            for h in await self.inventory.healths()
         )
         by_state, active = await self.repo.counts()
         self.metrics.replace_counts(self.metrics.operations, "state", by_state)

@@ -1,7 +1,8 @@
 """Prometheus metrics of a mothership instance.
 
 Event metrics (operation durations, queue wait) are observed where the event happens; state
-metrics (cluster status per runtime, operations by state, active reconciliations, DB pool) are
+metrics (cluster status and health per runtime, operations by state, active reconciliations, DB
+pool) are
 refreshed from the database by a background loop every few seconds, so a scrape never waits on
 the database and never sees a half-updated set of series.
 """
@@ -9,6 +10,8 @@ the database and never sees a half-updated set of series.
 from __future__ import annotations
 
 import platform
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from prometheus_client import (
     CollectorRegistry,
@@ -44,6 +47,17 @@ def process_registry(role: str) -> CollectorRegistry:
     return registry
 
 
+@dataclass(frozen=True)
+class HealthSample:
+    """One cluster's health as the gauges show it."""
+
+    runtime_id: str
+    health: str
+    consecutive_failures: int
+    last_success: float | None
+    """Unix time of the last successful run; None before the first."""
+
+
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or process_registry("mothership")
@@ -73,6 +87,29 @@ class Metrics:
             registry=r,
         )
         self.clusters = Gauge("reconciler_clusters", "Clusters by status.", ["status"], registry=r)
+        self.cluster_health = Gauge(
+            "reconciler_cluster_health",
+            "1 for the current health of each cluster (label health: healthy, progressing,"
+            " failing, unreachable, disabled); failing stays failing while retries run.",
+            ["runtime_id", "health"],
+            registry=r,
+        )
+        self.clusters_by_health = Gauge(
+            "reconciler_clusters_by_health", "Clusters by health.", ["health"], registry=r
+        )
+        self.consecutive_failures = Gauge(
+            "reconciler_cluster_consecutive_failures",
+            "Failed runs in a row of each cluster (0 once a run succeeds).",
+            ["runtime_id"],
+            registry=r,
+        )
+        self.last_success = Gauge(
+            "reconciler_cluster_last_successful_reconcile_timestamp_seconds",
+            "Unix time of each cluster's last successful run (absent before the first), for"
+            ' "not reconciled in N h" alerts.',
+            ["runtime_id"],
+            registry=r,
+        )
         self.operations = Gauge(
             "reconciler_operations", "Operations by state.", ["state"], registry=r
         )
@@ -97,6 +134,20 @@ class Metrics:
         self.cluster_status.clear()
         for runtime_id, status in statuses:
             self.cluster_status.labels(runtime_id=runtime_id, status=status).set(1)
+
+    def set_cluster_healths(self, samples: Iterable[HealthSample]) -> None:
+        """Replace the per-runtime health series (and the counts by health)."""
+        for gauge in (self.cluster_health, self.consecutive_failures, self.last_success):
+            gauge.clear()
+        counts: dict[str, int] = {}
+        for sample in samples:
+            labels = {"runtime_id": sample.runtime_id}
+            self.cluster_health.labels(health=sample.health, **labels).set(1)
+            self.consecutive_failures.labels(**labels).set(sample.consecutive_failures)
+            if sample.last_success is not None:
+                self.last_success.labels(**labels).set(sample.last_success)
+            counts[sample.health] = counts.get(sample.health, 0) + 1
+        self.replace_counts(self.clusters_by_health, "health", counts)
 
     @staticmethod
     def replace_counts(gauge: Gauge, label: str, counts: dict[str, int]) -> None:

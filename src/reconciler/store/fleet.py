@@ -4,8 +4,8 @@ database, so a fleet of 10,000 clusters costs one page of rows, not 10,000 loade
 A page row joins the inventory's head with its configuration (Kyma version) and cluster rows
 (runtime name); the latest reconciliation and the failed components are looked up for the rows
 of the page only. Statuses are filtered and counted as API clients see them (`*_retryable`
-counts as `reconciling`/`deleting`). Read only; secrets (kubeconfig, configuration values) are
-never selected.
+counts as `reconciling`/`deleting`); healths (`model/health.py`) as stored with the head. Read
+only; secrets (kubeconfig, configuration values) are never selected.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from reconciler.model.health import SHOWN, Health, RunEvidence
 from reconciler.model.status import ClusterStatus, OperationState
+from reconciler.store.inventory import EVIDENCE, evidence_from
 from reconciler.store.tables import (
     cluster_configs,
     cluster_heads,
@@ -27,7 +29,7 @@ from reconciler.store.tables import (
 )
 from reconciler.util.clock import aware
 
-SORT_KEYS = ("runtime", "status", "kyma", "changed")
+SORT_KEYS = ("runtime", "status", "health", "kyma", "changed")
 FAILED_STATUSES = (
     ClusterStatus.ERROR,
     ClusterStatus.DELETE_ERROR,
@@ -41,10 +43,11 @@ PUBLIC_STATUSES: tuple[ClusterStatus, ...] = tuple(
 
 @dataclass(frozen=True)
 class FleetQuery:
-    """What a console asks for: a public status (or none), a text contained in the runtime ID,
-    name or Kyma version, a sort key of SORT_KEYS, and a page."""
+    """What a console asks for: a public status and/or a health (or none), a text contained in
+    the runtime ID, name or Kyma version, a sort key of SORT_KEYS, and a page."""
 
     status: ClusterStatus | None = None
+    health: Health | None = None
     text: str = ""
     sort: str = "runtime"
     descending: bool = False
@@ -77,6 +80,9 @@ class FleetRow:
     last_run: LastRun | None = None
     failures: tuple[str, ...] = ()
     """Components whose operations failed in the latest run of this configuration."""
+    health: Health = Health.PROGRESSING
+    evidence: RunEvidence = field(default_factory=RunEvidence)
+    """What the latest finished run proved (root cause, failing since, last success)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,8 @@ class FleetPage:
     """Clusters matching the query (all pages)."""
     counts: dict[ClusterStatus, int] = field(default_factory=dict)
     """Clusters per public status matching the text (whatever the status filter)."""
+    health_counts: dict[Health, int] = field(default_factory=dict)
+    """Clusters per health matching the text (whatever the filters)."""
 
     @property
     def all(self) -> int:
@@ -99,6 +107,17 @@ def _raw(status: ClusterStatus) -> list[str]:
 def _like(text: str) -> str:
     escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+async def _count(
+    conn: AsyncConnection,
+    column: sa.Column[str],
+    source: sa.FromClause,
+    where: list[sa.ColumnElement[bool]],
+) -> list[tuple[str, int]]:
+    """How many rows of `source` matching `where` have each value of `column`."""
+    query = sa.select(column, sa.func.count()).select_from(source).where(*where).group_by(column)
+    return [(value, int(count)) for value, count in (await conn.execute(query)).all()]
 
 
 class FleetQueries:
@@ -127,9 +146,12 @@ class FleetQueries:
         wanted = list(live)
         if query.status is not None:
             wanted.append(cluster_heads.c.status.in_(_raw(query.status)))
+        if query.health is not None:
+            wanted.append(cluster_heads.c.health == query.health.value)
         order = {
             "runtime": cluster_heads.c.runtime_id,
             "status": cluster_heads.c.status,
+            "health": cluster_heads.c.health,
             "kyma": cluster_configs.c.kyma_version,
             "changed": cluster_heads.c.status_changed,
         }[query.sort]
@@ -141,6 +163,8 @@ class FleetQueries:
                 cluster_heads.c.config_version,
                 cluster_configs.c.kyma_version,
                 clusters.c.runtime_name,
+                cluster_heads.c.health,
+                *EVIDENCE,
             )
             .select_from(joined)
             .where(*wanted)
@@ -148,18 +172,25 @@ class FleetQueries:
             .offset((query.page - 1) * query.size)
             .limit(query.size)
         )
+        # without a text, the heads alone answer the counts (their status and health indexes)
+        counted_from = joined if query.text else cluster_heads
         async with self.engine.connect() as conn:
-            counted = await conn.execute(
-                sa.select(cluster_heads.c.status, sa.func.count())
-                # without a text, the heads alone answer (their status index)
-                .select_from(joined if query.text else cluster_heads)
-                .where(*live)
-                .group_by(cluster_heads.c.status)
-            )
             counts: dict[ClusterStatus, int] = dict.fromkeys(PUBLIC_STATUSES, 0)
-            for status, count in counted.all():
+            for status, count in await _count(conn, cluster_heads.c.status, counted_from, live):
                 public = ClusterStatus(status).public
-                counts[public] = counts.get(public, 0) + int(count)
+                counts[public] = counts.get(public, 0) + count
+            health_counts: dict[Health, int] = dict.fromkeys(SHOWN, 0)
+            for health, count in await _count(conn, cluster_heads.c.health, counted_from, live):
+                health_counts[Health(health)] = count
+            if query.status is not None and query.health is not None:
+                both = sa.select(sa.func.count()).select_from(joined).where(*wanted)
+                total = int((await conn.execute(both)).scalar_one())
+            elif query.health is not None:
+                total = health_counts.get(query.health, 0)
+            elif query.status is not None:
+                total = counts.get(query.status, 0)
+            else:
+                total = sum(counts.values())
             found = (await conn.execute(rows_query)).mappings().all()
             runs = await self._last_runs(conn, [r["runtime_id"] for r in found])
             # as the API's failures: only when the latest run worked on the current version
@@ -181,11 +212,12 @@ class FleetQueries:
                 config_version=r["config_version"],
                 last_run=runs.get(r["runtime_id"]),
                 failures=tuple(failed.get(failing.get(r["runtime_id"], ""), ())),
+                health=Health(r["health"]),
+                evidence=evidence_from(r),
             )
             for r in found
         ]
-        total = counts.get(query.status, 0) if query.status is not None else sum(counts.values())
-        return FleetPage(rows, total, counts)
+        return FleetPage(rows, total, counts, health_counts)
 
     async def _last_runs(
         self, conn: AsyncConnection, runtime_ids: Sequence[str]

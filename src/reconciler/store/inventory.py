@@ -29,6 +29,7 @@ from reconciler.model.cluster import (
     Metadata,
     RuntimeInput,
 )
+from reconciler.model.health import ClusterHealth, Health, RunEvidence, RunOutcome, health_of
 from reconciler.model.status import ClusterStatus, transition
 from reconciler.store.crypto import Cipher
 from reconciler.store.inventory_history import InventoryHistory
@@ -39,6 +40,42 @@ from reconciler.util.clock import Clock, aware, utcnow
 
 class StaleStatus(ConflictError):
     """The cluster's status changed since the caller read it."""
+
+
+EVIDENCE = (
+    cluster_heads.c.result,
+    cluster_heads.c.result_config_version,
+    cluster_heads.c.failing_since,
+    cluster_heads.c.consecutive_failures,
+    cluster_heads.c.cause_component,
+    cluster_heads.c.cause_reason,
+    cluster_heads.c.last_success,
+)
+
+
+def evidence_from(row: sa.RowMapping) -> RunEvidence:
+    """The run evidence of a `cluster_heads` row (selected with `EVIDENCE`)."""
+    return RunEvidence(
+        result=Health(row["result"]) if row["result"] else None,
+        config_version=row["result_config_version"],
+        failing_since=aware(row["failing_since"]) if row["failing_since"] else None,
+        consecutive_failures=int(row["consecutive_failures"] or 0),
+        component=row["cause_component"] or "",
+        reason=row["cause_reason"] or "",
+        last_success=aware(row["last_success"]) if row["last_success"] else None,
+    )
+
+
+def _evidence_values(evidence: RunEvidence) -> dict[str, object]:
+    return {
+        "result": evidence.result.value if evidence.result else None,
+        "result_config_version": evidence.config_version,
+        "failing_since": evidence.failing_since,
+        "consecutive_failures": evidence.consecutive_failures,
+        "cause_component": evidence.component,
+        "cause_reason": evidence.reason,
+        "last_success": evidence.last_success,
+    }
 
 
 class InventoryRepository(InventoryHistory):
@@ -114,7 +151,7 @@ class InventoryRepository(InventoryHistory):
             if head is not None and head.status is ClusterStatus.RECONCILE_DISABLED:
                 status = ClusterStatus.RECONCILE_DISABLED
             head = await self._write_status(
-                conn, spec.runtime_id, cluster_version, config_version, status, now
+                conn, spec.runtime_id, cluster_version, config_version, status, now, fresh=fresh
             )
             return await self._state(conn, head), True
 
@@ -182,16 +219,64 @@ class InventoryRepository(InventoryHistory):
             self.clock(),
         )
         if status is ClusterStatus.DELETED:
-            for table in (clusters, cluster_configs, cluster_statuses):
-                await conn.execute(
-                    table.update().where(table.c.runtime_id == runtime_id).values(deleted=True)
-                )
-            await conn.execute(
-                cluster_heads.update()
-                .where(cluster_heads.c.runtime_id == runtime_id)
-                .values(deleted=True)
-            )
+            await self._mark_deleted(conn, runtime_id)
         return await self._state(conn, head)
+
+    async def forget(self, runtime_id: str, conn: AsyncConnection) -> ClusterState:
+        """Mark a cluster deleted without a delete run (its infrastructure is gone): from any
+        status but `deleted`, outside the state machine on purpose. The caller (in the same
+        exclusive transaction) ends the cluster's active reconciliation."""
+        head = await self._head(conn, runtime_id, lock=True)
+        if head is None or head.status is ClusterStatus.DELETED:
+            raise NotFoundError(f"cluster {runtime_id} not found")
+        head = await self._write_status(
+            conn,
+            runtime_id,
+            head.cluster_version,
+            head.config_version,
+            ClusterStatus.DELETED,
+            self.clock(),
+        )
+        await self._mark_deleted(conn, runtime_id)
+        return await self._state(conn, head)
+
+    async def _mark_deleted(self, conn: AsyncConnection, runtime_id: str) -> None:
+        for table in (clusters, cluster_configs, cluster_statuses):
+            await conn.execute(
+                table.update().where(table.c.runtime_id == runtime_id).values(deleted=True)
+            )
+        await conn.execute(
+            cluster_heads.update()
+            .where(cluster_heads.c.runtime_id == runtime_id)
+            .values(deleted=True)
+        )
+
+    async def record_result(
+        self, runtime_id: str, outcome: RunOutcome, conn: AsyncConnection
+    ) -> RunEvidence:
+        """Add a finished run's outcome to the cluster's evidence and update its health (inside
+        the caller's exclusive transaction, before the status the outcome leads to is set)."""
+        row = (
+            (
+                await conn.execute(
+                    sa.select(
+                        cluster_heads.c.status, cluster_heads.c.config_version, *EVIDENCE
+                    ).where(cluster_heads.c.runtime_id == runtime_id)
+                )
+            )
+            .mappings()
+            .first()
+        )
+        if row is None:
+            raise NotFoundError(f"cluster {runtime_id} not found")
+        evidence = evidence_from(row).after(outcome, self.clock())
+        health = health_of(ClusterStatus(row["status"]), row["config_version"], evidence)
+        await conn.execute(
+            cluster_heads.update()
+            .where(cluster_heads.c.runtime_id == runtime_id)
+            .values(health=health.value, **_evidence_values(evidence))
+        )
+        return evidence
 
     async def _write_status(
         self,
@@ -201,7 +286,22 @@ class InventoryRepository(InventoryHistory):
         config_version: int,
         status: ClusterStatus,
         now: dt.datetime,
+        *,
+        fresh: bool = False,
     ) -> Head:
+        """Append a status row and point the head at it, with the health the status and the
+        kept evidence give (`fresh`: a re-created cluster, whose old evidence is dropped)."""
+        known = (
+            (
+                await conn.execute(
+                    sa.select(*EVIDENCE).where(cluster_heads.c.runtime_id == runtime_id)
+                )
+            )
+            .mappings()
+            .first()
+        )
+        evidence = RunEvidence() if known is None or fresh else evidence_from(known)
+        health = health_of(status, config_version, evidence)
         result = await conn.execute(
             cluster_statuses.insert().values(
                 runtime_id=runtime_id,
@@ -210,6 +310,7 @@ class InventoryRepository(InventoryHistory):
                 status=status.value,
                 deleted=False,
                 created=now,
+                health=health.value,
             )
         )
         status_id = result.inserted_primary_key[0]  # type: ignore[index]
@@ -220,6 +321,8 @@ class InventoryRepository(InventoryHistory):
             "status": status.value,
             "status_changed": now,
             "deleted": False,
+            "health": health.value,
+            **(_evidence_values(evidence) if fresh else {}),
         }
         updated = await conn.execute(
             cluster_heads.update().where(cluster_heads.c.runtime_id == runtime_id).values(**values)
@@ -422,6 +525,34 @@ class InventoryRepository(InventoryHistory):
                 aware(r["status_changed"]),
             )
             for r in rows
+        ]
+
+    async def health(self, runtime_id: str) -> ClusterHealth:
+        """The cluster's health with the evidence behind it (NotFoundError when unknown)."""
+        async with self.engine.connect() as conn:
+            rows = await self._healths(conn, cluster_heads.c.runtime_id == runtime_id)
+        if not rows:
+            raise NotFoundError(f"cluster {runtime_id} not found")
+        return rows[0]
+
+    async def healths(self) -> list[ClusterHealth]:
+        """The health of every cluster that is not deleted."""
+        async with self.engine.connect() as conn:
+            return await self._healths(conn, cluster_heads.c.deleted.is_(False))
+
+    @staticmethod
+    async def _healths(conn: AsyncConnection, where: sa.ColumnElement[bool]) -> list[ClusterHealth]:
+        query = sa.select(
+            cluster_heads.c.runtime_id, cluster_heads.c.status, cluster_heads.c.health, *EVIDENCE
+        ).where(where)
+        return [
+            ClusterHealth(
+                row["runtime_id"],
+                Health(row["health"]),
+                ClusterStatus(row["status"]),
+                evidence_from(row),
+            )
+            for row in (await conn.execute(query)).mappings().all()
         ]
 
     async def statuses(self) -> list[tuple[str, str]]:

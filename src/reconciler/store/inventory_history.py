@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from reconciler.errors import NotFoundError
 from reconciler.model.cluster import ConfigVersion, StatusChange
+from reconciler.model.health import Health
 from reconciler.model.status import ClusterStatus
 from reconciler.store.retention import beyond_newest
 from reconciler.store.tables import cluster_configs, cluster_heads, cluster_statuses, clusters
@@ -33,6 +34,7 @@ class InventoryHistory:
                 cluster_statuses.c.created,
                 cluster_statuses.c.config_version,
                 cluster_configs.c.restored_from,
+                cluster_statuses.c.health,
             )
             .outerjoin(
                 cluster_configs, cluster_configs.c.version == cluster_statuses.c.config_version
@@ -49,13 +51,18 @@ class InventoryHistory:
             rows = (await conn.execute(query)).all()
         changes: list[StatusChange] = []
         until = self.clock()
-        for status, created, config_version, restored_from in rows:
+        for status, created, config_version, restored_from, health in rows:
             started = aware(created)
             if started < cutoff:
                 break
             changes.append(
                 StatusChange(
-                    ClusterStatus(status), started, until - started, config_version, restored_from
+                    ClusterStatus(status),
+                    started,
+                    until - started,
+                    config_version,
+                    restored_from,
+                    Health(health) if health else None,
                 )
             )
             until = started

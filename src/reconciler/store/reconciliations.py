@@ -19,6 +19,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from reconciler.errors import ConflictError
+from reconciler.model.cluster import ClusterState
+from reconciler.model.health import RunOutcome
 from reconciler.model.operation import Operation, PlannedOperation, Reconciliation
 from reconciler.model.status import CLAIMABLE, ClusterStatus, OperationState, OperationType
 from reconciler.store.inventory import InventoryRepository, StaleStatus
@@ -333,14 +335,19 @@ class ReconciliationRepository(ReconciliationQueries):
             )
 
     async def finish(
-        self, reconciliation: Reconciliation, status: ClusterStatus
+        self,
+        reconciliation: Reconciliation,
+        status: ClusterStatus,
+        outcome: RunOutcome | None = None,
     ) -> ClusterStatus | None:
         """Release the lock and record the cluster's resulting status, in one transaction.
 
-        The outcome only replaces the status the run itself set (`reconciling`/`deleting`). A
-        request that arrived while it ran (a new configuration, a forced run, a deletion, a
-        disable) is newer than the outcome: it stays, and a pending one is scheduled at once.
-        Returns the cluster's status afterwards, None when the lock was already released."""
+        The run's `outcome` always becomes the cluster's health evidence: it is what the
+        cluster proved, whatever was requested meanwhile. The status, though, only replaces
+        the one the run itself set (`reconciling`/`deleting`). A request that arrived while it
+        ran (a new configuration, a forced run, a deletion, a disable) is newer than the
+        outcome: it stays, and a pending one is scheduled at once. Returns the cluster's status
+        afterwards, None when the lock was already released."""
         working = ClusterStatus.DELETING if status.deleting else ClusterStatus.RECONCILING
         async with self.inventory.exclusive(reconciliation.runtime_id) as conn:
             released = await conn.execute(
@@ -351,11 +358,41 @@ class ReconciliationRepository(ReconciliationQueries):
             )
             if released.rowcount != 1:
                 return None
+            if outcome is not None and status is not ClusterStatus.DELETED:
+                await self.inventory.record_result(reconciliation.runtime_id, outcome, conn)
             current = await self.inventory.head_status(reconciliation.runtime_id, conn)
             if current is not working:
                 return current  # changed while it ran: the newer request wins
             await self.inventory.set_status(reconciliation.runtime_id, status, conn=conn)
             return status
+
+    async def forget(self, runtime_id: str, reason: str) -> ClusterState:
+        """Mark the cluster deleted without uninstalling anything (its infrastructure is gone),
+        in one transaction: its active reconciliation ends (open operations as errors with
+        `reason`; a worker or component reconciler still on one finds its result refused), the
+        lock is released, and the inventory is marked deleted. NotFoundError when unknown."""
+        now = self.clock()
+        async with self.inventory.exclusive(runtime_id) as conn:
+            active = (
+                await conn.execute(
+                    sa.select(reconciliations.c.scheduling_id).where(
+                        reconciliations.c.lock == runtime_id
+                    )
+                )
+            ).scalar_one_or_none()
+            if active is not None:
+                await conn.execute(
+                    operations.update()
+                    .where(operations.c.scheduling_id == active)
+                    .where(operations.c.state.not_in(FINAL))
+                    .values(state=OperationState.ERROR.value, reason=reason, updated=now)
+                )
+                await conn.execute(
+                    reconciliations.update()
+                    .where(reconciliations.c.scheduling_id == active)
+                    .values(lock=None, status=ClusterStatus.DELETED.value, updated=now)
+                )
+            return await self.inventory.forget(runtime_id, conn)
 
     async def stop(self, scheduling_id: str, correlation_id: str, reason: str) -> None:
         """Stop an operation that has not started; ConflictError for any other state."""

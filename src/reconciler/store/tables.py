@@ -80,6 +80,8 @@ cluster_statuses = sa.Table(
     sa.Column("status", sa.String(32), nullable=False),
     sa.Column("deleted", sa.Boolean, nullable=False, default=False),
     sa.Column("created", Timestamp, nullable=False),
+    # the cluster's health from this status on (model/health.py); NULL: written before health
+    sa.Column("health", sa.String(16), nullable=True),
     sa.Index(None, "runtime_id", "id"),
     sa.Index(None, "status"),
 )
@@ -97,7 +99,18 @@ cluster_heads = sa.Table(
     sa.Column("status", sa.String(32), nullable=False),
     sa.Column("status_changed", Timestamp, nullable=False),
     sa.Column("deleted", sa.Boolean, nullable=False, default=False),
+    # Health (model/health.py): derived from the status and the evidence of the latest finished
+    # run below, written with every status change and every run's result.
+    sa.Column("health", sa.String(16), nullable=False, server_default="progressing"),
+    sa.Column("result", sa.String(16), nullable=True),
+    sa.Column("result_config_version", sa.BigInteger, nullable=True),
+    sa.Column("failing_since", Timestamp, nullable=True),
+    sa.Column("consecutive_failures", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("cause_component", sa.String(63), nullable=False, server_default=""),
+    sa.Column("cause_reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("last_success", Timestamp, nullable=True),
     sa.Index(None, "status", "status_changed"),
+    sa.Index(None, "health"),
 )
 
 reconciliations = sa.Table(

@@ -1,12 +1,15 @@
 """The console in a real browser (Debian's headless Chromium through Playwright) against a served
 mothership whose in-process workers deploy to the test-bed cluster: sign in, the fleet, a
-cluster whose Deployment never gets ready (its blocking object shown), disable and enable, a
-status change appearing live, a rollback; a viewer sees no buttons and the API refuses them;
-nothing secret in the page, the event stream or the browser's storage but the user's token.
+cluster whose Deployment never gets ready (its blocking object shown, `failing` in red through
+its retries, still failing after disable and enable), a cluster whose apiserver was stopped
+(deleted, the stuck delete named, forgotten), a status change appearing live, a rollback; a
+viewer sees no buttons and the API refuses them; nothing secret in the page, the event stream
+or the browser's storage but the user's token.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import os
@@ -28,8 +31,11 @@ from reconciler.charts.sources import ChartCache
 from reconciler.core.actions import ActionRegistry
 from reconciler.core.charts import HelmChartProvider
 from reconciler.core.runner import ComponentReconciler
+from reconciler.devcluster import DevCluster
+from reconciler.devcluster.build import build_all
 from reconciler.kube.client import KubeClient
 from reconciler.model.cluster import ClusterSpec
+from reconciler.model.health import ClusterHealth
 from reconciler.model.status import ClusterStatus
 from reconciler.mothership.engine import Engine
 from reconciler.mothership.invoker import InProcessInvoker, Invoker
@@ -82,23 +88,45 @@ class World:
     namespace: str
 
 
+def stopped_cluster(directory: Path) -> str:
+    """The kubeconfig of a cluster that was started and stopped again (its apiserver gone)."""
+    build_all()
+    cluster = DevCluster(directory, controller_manager=False, die_with_parent=True)
+
+    async def start_and_stop() -> str:
+        await cluster.start()
+        try:
+            return cluster.kubeconfig.read_text()
+        finally:
+            await cluster.stop()
+
+    return asyncio.run(start_and_stop())
+
+
 @pytest.fixture(scope="module")
 def world(kube_cluster: KubeTarget, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """A served mothership with `rt-good` (ready) and `rt-stuck` (a Deployment nobody runs:
-    failed, blocked by it) on the test bed, and its console pointed at a Kyma there."""
+    """A served mothership with `rt-good` (ready), `rt-stuck` (a Deployment nobody runs:
+    failing, blocked by it; retried every second) and `rt-dead` (its apiserver stopped) on the
+    test bed, and its console pointed at a Kyma there."""
     directory = tmp_path_factory.mktemp("console")
     tokens = Tokens.write(directory)
     namespace = f"console-{uuid.uuid4().hex[:6]}"
     kubeconfig = kube_cluster.kubeconfig.read_text()
+    dead = stopped_cluster(tmp_path_factory.mktemp("dead-kube"))
     good = make_chart(directory, "greeter", {"cm.yaml": CONFIGMAPS}, {"configmaps": ["hello"]})
     stuck = make_chart(directory, "stuck-app", {"deploy.yaml": DEPLOYMENT})
     bodies = {
         "rt-good": body("rt-good", kubeconfig, good, namespace, greeting="hello"),
         "rt-stuck": body("rt-stuck", kubeconfig, stuck, namespace),
+        "rt-dead": body("rt-dead", dead, good, namespace),
     }
     settings = ApiSettings(tokens_file=tokens.path, console_kubeconfig=kube_cluster.kubeconfig)
     with served_console(
-        directory, settings, invoker=in_process(directory / "cache"), max_retries=1
+        directory,
+        settings,
+        invoker=in_process(directory / "cache"),
+        max_retries=0,
+        retry_interval=1.0,
     ) as served:
 
         async def setup(engine: Engine) -> None:
@@ -169,15 +197,19 @@ def test_an_admin_finds_the_blocked_component_disables_enables_and_rolls_back(
     )
     shot(page, "cluster")
 
-    # disable and enable: the status follows without a reload
+    # disable and enable: the status follows without a reload; enabling claims no result
+    health = page.locator("#cluster-health")
+    expect(health).to_have_text("failing", timeout=SLOW)
     navigations = len(events)
     page.get_by_role("button", name="Disable").click()
     expect(status).to_have_text("reconcile_disabled")
+    expect(health).to_have_text("disabled")
     assert status_of(served, "rt-stuck") is ClusterStatus.RECONCILE_DISABLED
     expect(page.get_by_role("button", name="Enable")).to_be_focused()  # kept across the swap
     page.keyboard.press("Enter")  # the keyboard works the buttons
-    expect(status).to_have_text("ready")
-    assert status_of(served, "rt-stuck") is ClusterStatus.READY
+    expect(page.get_by_role("button", name="Disable")).to_be_visible()
+    expect(health).to_have_text("failing")  # until a run proves otherwise
+    assert status_of(served, "rt-stuck") is not ClusterStatus.READY
 
     # a change made elsewhere (here: the service itself) appears live
     async def disable(engine: Engine) -> None:
@@ -225,6 +257,79 @@ def test_an_admin_finds_the_blocked_component_disables_enables_and_rolls_back(
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url("**/ui/signin")
     assert page.evaluate("() => sessionStorage.length") == 0
+
+
+RED = "rgb(180, 35, 24)"  # --bad of console.css
+
+
+def health_of(served: ServedConsole, runtime_id: str) -> ClusterHealth:
+    async def read(engine: Engine) -> ClusterHealth:
+        return await engine.service.health(runtime_id)
+
+    return served.call(read)
+
+
+def test_failing_is_red_through_the_retries_and_a_dead_cluster_is_deleted_then_forgotten(
+    world: World, browser: Browser
+) -> None:
+    served, tokens = world.served, world.tokens
+
+    async def enable(engine: Engine) -> None:  # an earlier test may have disabled it
+        if (await engine.service.cluster("rt-stuck")).status is ClusterStatus.RECONCILE_DISABLED:
+            await engine.service.set_status("rt-stuck", ClusterStatus.READY)
+
+    served.call(enable)
+    page = sign_in(browser, served.url, tokens.by_role[Role.ADMIN])
+    page.on("dialog", lambda dialog: dialog.accept())
+
+    # the fleet: counted and filtered by health; failing in red
+    failing_count = page.locator('[data-health-count="failing"]')
+    expect(failing_count).not_to_have_text("0", timeout=SLOW)
+    page.locator("#count-health-failing").click()
+    fleet = page.locator("table.fleet tbody")
+    expect(fleet.get_by_role("link", name="rt-stuck")).to_be_visible(timeout=SLOW)
+    expect(fleet.get_by_role("link", name="rt-good")).to_have_count(0)
+    assert "health=failing" in page.url
+    cell = page.locator('[data-health="rt-stuck"]')
+    expect(cell).to_have_text("failing")
+    assert cell.evaluate("e => getComputedStyle(e).color") == RED
+
+    # the cluster: failing at every moment of a whole retry cycle, never reconciling or blue
+    fleet.get_by_role("link", name="rt-stuck").click()
+    page.wait_for_url("**/ui/clusters/rt-stuck")
+    health = page.locator("#cluster-health")
+    expect(health).to_have_text("failing", timeout=SLOW)
+    start = health_of(served, "rt-stuck").evidence.consecutive_failures
+    seen, statuses = set(), set()
+    while health_of(served, "rt-stuck").evidence.consecutive_failures < start + 2:
+        seen.add(health.inner_text())
+        statuses.add(page.locator("#cluster-status").inner_text())
+        assert health.evaluate("e => getComputedStyle(e).color") == RED
+        page.wait_for_timeout(250)
+    assert seen == {"failing"}
+    assert "reconciling" in statuses  # the retries did run, shown as such in the status
+    expect(page.locator("#health-cause")).to_contain_text("stuck-app")
+    expect(page.locator("#health-cause")).to_contain_text("0/1 replicas available")
+    history_health = page.locator("#history .timeline li").first.locator(".health")
+    expect(history_health).to_have_text("failing")
+    assert history_health.evaluate("e => getComputedStyle(e).color") == RED
+    shot(page, "failing")
+
+    # the dead cluster: delete (confirmed), the delete cannot finish and says so, forget it
+    page.goto(served.url + "/ui/clusters/rt-dead")
+    health = page.locator("#cluster-health")
+    expect(health).to_have_text("unreachable", timeout=SLOW)
+    page.get_by_role("button", name="Delete").click()
+    expect(page.locator("#cluster-status")).to_have_text("deleting", timeout=SLOW)
+    expect(page.locator("#delete-stuck")).to_contain_text(
+        "The deletion cannot finish: the cluster's apiserver cannot be reached", timeout=SLOW
+    )
+    expect(health).to_have_text("unreachable")
+    page.get_by_role("button", name="Forget").click()
+    page.wait_for_url("**/ui/")
+    expect(page.locator("table.fleet tbody").get_by_role("link", name="rt-good")).to_be_visible()
+    expect(page.locator("table.fleet tbody").get_by_role("link", name="rt-dead")).to_have_count(0)
+    assert status_of(served, "rt-dead") is ClusterStatus.DELETED
 
 
 def test_a_viewer_sees_no_action_the_api_refuses_one_and_the_kyma_view_reads(

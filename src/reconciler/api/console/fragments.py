@@ -22,6 +22,7 @@ from reconciler.api.console.rendering import fragment
 from reconciler.api.context import ApiContext, context
 from reconciler.api.errors import ApiError
 from reconciler.api.principal import Principal
+from reconciler.model.health import SHOWN, Health
 from reconciler.model.status import ClusterStatus
 from reconciler.store.fleet import PUBLIC_STATUSES, FleetQuery
 from reconciler.util.clock import utcnow
@@ -42,6 +43,7 @@ def _can(principal: Principal) -> dict[str, bool]:
     return {
         "status": principal.role >= Role.OPERATOR,
         "rollback": principal.role >= Role.ADMIN,
+        "delete": principal.role >= Role.ADMIN,
     }
 
 
@@ -56,6 +58,7 @@ async def fleet(
     ctx: Ctx,
     _: Viewer,
     status: Annotated[str, Query()] = "",
+    health: Annotated[str, Query()] = "",
     q: Annotated[str, Query(max_length=200)] = "",
     sort: Annotated[str, Query()] = "runtime",
     order: Annotated[str, Query(alias="dir")] = "asc",
@@ -65,6 +68,7 @@ async def fleet(
         wanted = ClusterStatus(status) if status else None
         query = FleetQuery(
             status=wanted,
+            health=Health(health) if health else None,
             text=q.strip(),
             sort=sort,
             descending=order == "desc",
@@ -82,6 +86,7 @@ async def fleet(
         query=query,
         pages=pages,
         statuses=PUBLIC_STATUSES,
+        healths=SHOWN,
     )
 
 
@@ -94,6 +99,7 @@ async def summary(request: Request, runtime_id: RuntimeID, ctx: Ctx, principal: 
         "summary.html",
         state=state,
         status=state.status.public,
+        health=await ctx.service.health(runtime_id),
         failures=failures,
         can=_can(principal),
         disabled=state.status is ClusterStatus.RECONCILE_DISABLED,

@@ -19,6 +19,7 @@ from reconciler.api import schemas as s
 from reconciler.api.auth import Role, RoleRequirement
 from reconciler.api.console.rendering import page
 from reconciler.api.principal import Principal
+from reconciler.model.health import SHOWN
 from reconciler.store.fleet import PUBLIC_STATUSES, SORT_KEYS
 
 router = APIRouter(include_in_schema=False)
@@ -33,6 +34,7 @@ async def console_root() -> Response:
 @router.get("/ui/")
 async def fleet_page(
     status: Annotated[str, Query()] = "",
+    health: Annotated[str, Query()] = "",
     q: Annotated[str, Query(max_length=200)] = "",
     sort: Annotated[str, Query()] = "runtime",
     order: Annotated[str, Query(alias="dir")] = "asc",
@@ -42,8 +44,10 @@ async def fleet_page(
         "fleet_page.html",
         title="Fleet",
         statuses=[s.value for s in PUBLIC_STATUSES],
+        healths=[h.value for h in SHOWN],
         form={
             "status": status if status in {s.value for s in PUBLIC_STATUSES} else "",
+            "health": health if health in {h.value for h in SHOWN} else "",
             "q": q,
             "sort": sort if sort in SORT_KEYS else "runtime",
             "dir": "desc" if order == "desc" else "asc",

@@ -1,5 +1,5 @@
-"""`/v1/clusters...`: upsert, delete, state, status (read and set), configuration, history,
-rollback to an earlier configuration version.
+"""`/v1/clusters...`: upsert, delete, forget, state, status (read and set), health,
+configuration, history, rollback to an earlier configuration version.
 
 An upsert is checked completely before anything is stored: body shape (FastAPI/pydantic), the
 kubeconfig (parsed, no host access), the pluggable spec validator (unknown components) and,
@@ -43,8 +43,9 @@ DEFAULT_OFFSET = "168h"
     dependencies=[requires(Role.VIEWER)],
 )
 async def list_clusters(ctx: Ctx) -> list[s.ClusterListItem]:
-    """Every cluster that is not deleted, with its latest versions and (public) status. Not in
-    the original API; the admin CLI's `cluster list` uses it."""
+    """Every cluster that is not deleted, with its latest versions, (public) status and
+    health. Not in the original API; the admin CLI's `cluster list` uses it."""
+    healths = await ctx.service.healths()
     return [
         s.ClusterListItem(
             runtimeID=head.runtime_id,
@@ -52,6 +53,7 @@ async def list_clusters(ctx: Ctx) -> list[s.ClusterListItem]:
             clusterVersion=head.cluster_version,
             configurationVersion=head.config_version,
             statusChanged=head.status_changed,
+            health=convert.cluster_health(h) if (h := healths.get(head.runtime_id)) else None,
         )
         for head in await ctx.service.clusters()
     ]
@@ -59,7 +61,8 @@ async def list_clusters(ctx: Ctx) -> list[s.ClusterListItem]:
 
 async def _respond(ctx: ApiContext, request: Request, state: ClusterState) -> s.ClusterResponse:
     failures = await ctx.service.failures(state)
-    return convert.cluster_response(state, failures, ctx.base_url(request))
+    health = await ctx.service.health(state.runtime_id)
+    return convert.cluster_response(state, failures, ctx.base_url(request), health)
 
 
 async def upsert_cluster(body: s.ClusterIn, request: Request, ctx: Ctx) -> s.ClusterResponse:
@@ -105,6 +108,38 @@ for method, operation_id in (("POST", "createCluster"), ("PUT", "updateCluster")
 async def delete_cluster(runtime_id: RuntimeID, request: Request, ctx: Ctx) -> s.ClusterResponse:
     """Mark the cluster for deletion (`delete_pending`); 404 for an unknown cluster."""
     return await _respond(ctx, request, await ctx.service.delete_cluster(runtime_id))
+
+
+@router.post(
+    "/clusters/{runtimeID}/forget",
+    dependencies=[requires(Role.ADMIN)],
+    responses=errors(400, 404, 409, 413, *AUTHED),
+)
+async def forget_cluster(
+    runtime_id: RuntimeID, request: Request, ctx: Ctx, body: s.ForgetRequest | None = None
+) -> s.ClusterResponse:
+    """Remove a cluster whose infrastructure is gone, without uninstalling anything: its
+    inventory is marked deleted (`deleted`) and an active run ends. 409 while the cluster is
+    healthy or progressing (its apiserver answers) unless `confirm` is true; 404 for an
+    unknown cluster. Audited like every change. Not in the original API."""
+    confirm = body.confirm if body is not None else False
+    try:
+        state = await ctx.service.forget_cluster(runtime_id, confirm=confirm)
+    except ConflictError as exc:
+        raise ApiError(409, str(exc)) from None
+    return await _respond(ctx, request, state)
+
+
+@router.get(
+    "/clusters/{runtimeID}/health",
+    dependencies=[requires(Role.VIEWER)],
+    responses=errors(400, 404, *AUTHED),
+)
+async def cluster_health(runtime_id: RuntimeID, ctx: Ctx) -> s.ClusterHealthOut:
+    """The cluster's health beside its wire status: what its latest finished run proved
+    (failing since when, how many failed runs in a row, the root-cause component and reason,
+    the last success). Not in the original API."""
+    return convert.cluster_health(await ctx.service.health(runtime_id))
 
 
 @router.get(

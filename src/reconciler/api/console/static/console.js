@@ -82,11 +82,26 @@
   function act(button) {
     var runtime = button.dataset.runtime, request;
     if (button.getAttribute("aria-disabled") === "true") { return; }
+    var cluster = "/v1/clusters/" + encodeURIComponent(runtime);
     if (button.dataset.action === "status") {
-      request = fetch("/v1/clusters/" + encodeURIComponent(runtime) + "/status", {
+      request = fetch(cluster + "/status", {
         method: "PUT",
         headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" },
         body: JSON.stringify({ status: button.dataset.status })
+      });
+    } else if (button.dataset.action === "delete") {
+      if (!window.confirm("Delete " + runtime + "? Its components are uninstalled.")) { return; }
+      request = fetch(cluster, { method: "DELETE", headers: { Authorization: "Bearer " + token() } });
+    } else if (button.dataset.action === "forget") {
+      // a cluster that answers keeps everything installed when forgotten: say so, and confirm
+      var live = ["healthy", "progressing", "disabled"].indexOf(button.dataset.health) >= 0;
+      if (!window.confirm("Forget " + runtime + "? It is removed from the inventory without an" +
+          " uninstall (for a cluster whose infrastructure is gone)." +
+          (live ? " It is " + button.dataset.health + ": whatever is installed stays installed." : ""))) { return; }
+      request = fetch(cluster + "/forget", {
+        method: "POST",
+        headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" },
+        body: JSON.stringify({ confirm: live })
       });
     } else {
       var version = button.dataset.version;
@@ -106,6 +121,7 @@
       return response.json().then(function (body) {
         if (!response.ok) { throw new Error(body.error || ("HTTP " + response.status)); }
         notice(button.textContent.trim() + ": done, status " + body.status);
+        if (button.dataset.action === "forget") { location.assign("/ui/"); return; }
         refresh();
       });
     }).catch(function (exc) {
@@ -128,6 +144,9 @@
       filters({ page: data.page });
     } else if (data.statusFilter !== undefined) {
       filters({ status: data.statusFilter, page: "1" });
+    } else if (data.healthFilter !== undefined) {
+      filters(data.healthFilter ? { health: data.healthFilter, page: "1" }
+                                : { health: "", status: "", page: "1" });
     }
   });
 })();
