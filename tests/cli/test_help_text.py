@@ -38,3 +38,24 @@ def test_choices_and_value_names_are_shown() -> None:
     assert re.search(r"--kubeconfig\s+PATH", result.output)
     assert re.search(r"--value\s+KEY=VALUE", result.output)
     assert re.search(r"--help\s+Show this message", result.output)  # a flag: no value
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["mothership", "serve"],
+        ["mothership", "run"],
+        ["component", "serve"],
+        ["operator", "run"],
+        ["infra", "run"],
+    ],
+    ids=" ".join,
+)
+def test_every_long_running_command_takes_a_log_level_and_names_the_valid_ones(
+    command: list[str],
+) -> None:
+    result = CliRunner().invoke(app, [*command, "--help"], terminal_width=200)
+    assert re.search(r"--log-level\s+\[debug\|info\|warning\|", result.output), result.output
+    refused = CliRunner().invoke(app, command, env={"RECONCILER_LOG_LEVEL": "loud"})
+    assert refused.exit_code == 2
+    assert "'loud' is not one of" in refused.output

@@ -16,6 +16,7 @@ import typer
 from pydantic import ValidationError
 
 from reconciler.cli.errors import BAD_INPUT, fail, failures
+from reconciler.cli.options import LogLevel
 from reconciler.observability.logging import configure_logging
 from reconciler.remote.settings import ComponentSettings
 
@@ -54,7 +55,7 @@ def serve(
     ] = None,
     cert_file: Annotated[Path | None, typer.Option(help="TLS certificate to serve.")] = None,
     key_file: Annotated[Path | None, typer.Option(help="TLS key of --cert-file.")] = None,
-    log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+    log_level: LogLevel = "info",
 ) -> None:
     """Serve POST /v1/run, /health/live, /health/ready and /metrics until stopped."""
     configure_logging(json_lines=True, level=log_level)

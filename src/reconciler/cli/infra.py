@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
 from reconciler.cli.errors import BAD_INPUT, fail, failures
+from reconciler.cli.options import LogLevel
 from reconciler.cli.signals import stop_within
 from reconciler.infra.crds import all_crds
 from reconciler.infra.install import install_crds
@@ -58,7 +59,7 @@ def run(
     namespace: Annotated[
         str | None, typer.Option(help="Watch only this namespace (default: all).")
     ] = None,
-    log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+    log_level: LogLevel = "info",
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve Prometheus metrics on this port.")
     ] = None,
@@ -68,7 +69,7 @@ def run(
 ) -> None:
     """Turn Runtimes into Shoots and kubeconfig Secrets until SIGTERM/SIGINT.
     Settings: RECONCILER_INFRA_* (project, rate limit, workers, kubeconfig validity)."""
-    configure_logging(level=log_level.upper())
+    configure_logging(level=log_level)
     try:
         settings = InfraSettings()
     except ValidationError as exc:

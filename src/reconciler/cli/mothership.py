@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from reconciler.cli.errors import BAD_INPUT, fail, failures
+from reconciler.cli.options import LogLevel
 from reconciler.mothership.settings import REMOTE_CALLBACK_TOKEN, Settings
 from reconciler.observability.logging import configure_logging
 
@@ -82,11 +83,12 @@ def run(
     migrate_on_start: Annotated[
         bool, typer.Option("--migrate/--no-migrate", help="Migrate the schema on start.")
     ] = True,
+    log_level: LogLevel = "info",
 ) -> None:
     """Run scheduler, workers, bookkeeper and cleaner (no REST API) until stopped."""
     from reconciler.mothership.engine import Engine
 
-    configure_logging(json_lines=True)
+    configure_logging(json_lines=True, level=log_level)
     settings = load(
         config,
         database_url,
@@ -114,6 +116,7 @@ def serve(
     migrate_on_start: Annotated[
         bool, typer.Option("--migrate/--no-migrate", help="Migrate the schema on start.")
     ] = True,
+    log_level: LogLevel = "info",
 ) -> None:
     """REST API + engine in one process (embedded default: SQLite, in-process reconciler).
 
@@ -127,7 +130,7 @@ def serve(
     from reconciler.api.settings import ApiSettings
     from reconciler.mothership.settings import problems
 
-    configure_logging(json_lines=True)
+    configure_logging(json_lines=True, level=log_level)
     settings = load(
         config,
         database_url,

@@ -14,6 +14,7 @@ from prometheus_client import start_http_server
 from reconciler.charts.sources import ChartCache
 from reconciler.cli import watcher
 from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
+from reconciler.cli.options import LogLevel
 from reconciler.cli.signals import stop_within
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
@@ -60,7 +61,7 @@ def run(
     namespace: Annotated[
         str | None, typer.Option(help="Watch only this namespace (default: all).")
     ] = None,
-    log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+    log_level: LogLevel = "info",
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve Prometheus metrics on this port.")
     ] = None,
@@ -69,7 +70,7 @@ def run(
     ] = "127.0.0.1",
 ) -> None:
     """Reconcile Kymas and Manifests until SIGTERM/SIGINT. Settings: RECONCILER_OPERATOR_*."""
-    configure_logging(level=log_level.upper())
+    configure_logging(level=log_level)
     settings = OperatorSettings()
 
     async def main() -> None:

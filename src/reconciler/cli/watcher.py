@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from reconciler.cli.options import LogLevel
 from reconciler.errors import ReconcilerError
 from reconciler.kube.client import KubeClient
 from reconciler.observability.logging import configure_logging, get_logger
@@ -50,10 +51,10 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to serve on.")] = "0.0.0.0",
     port: Annotated[int, typer.Option(help="HTTPS port of the webhook.")] = 8443,
     refresh: Annotated[float, typer.Option(help="Seconds between reads of the Secret.")] = 30.0,
-    log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
+    log_level: LogLevel = "info",
 ) -> None:
     """Serve the validating webhook; report every admitted change to the listener."""
-    configure_logging(level=log_level.upper())
+    configure_logging(level=log_level)
     config = WatcherConfig(
         listener=listener,
         manager=manager,
