@@ -15,7 +15,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -24,6 +24,7 @@ from rich.table import Table
 
 from reconciler.cli.errors import BAD_INPUT, fail
 from reconciler.errors import ReconcilerError
+from reconciler.model.status import ClusterStatus
 
 console = Console()
 
@@ -53,7 +54,10 @@ TokenFile = Annotated[
 CaFile = Annotated[
     str | None, typer.Option("--ca-file", envvar="RECONCILER_CA_FILE", help="CA bundle (TLS).")
 ]
-Output = Annotated[str, typer.Option("--output", "-o", help="table | wide (more columns) | json")]
+Output = Annotated[
+    Literal["table", "wide", "json"],
+    typer.Option("--output", "-o", help="table, wide (more columns) or json."),
+]
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 cluster_app = typer.Typer(help="Clusters known to the mothership.", no_args_is_help=True)
@@ -199,8 +203,22 @@ def cluster_register(
     workspace: Annotated[
         Path, typer.Option("--workspace", "-w", help="Take the component list from here.")
     ],
-    kyma_version: Annotated[str, typer.Option("--kyma-version")] = "local",
-    profile: Annotated[str, typer.Option("--profile")] = "evaluation",
+    kyma_version: Annotated[
+        str,
+        typer.Option(
+            "--kyma-version",
+            metavar="VERSION",
+            help="The Kyma version the cluster gets (a version the mothership's workspace has).",
+        ),
+    ] = "local",
+    profile: Annotated[
+        str,
+        typer.Option(
+            "--profile",
+            metavar="NAME",
+            help="Values profile the charts define (profile-NAME.yaml).",
+        ),
+    ] = "evaluation",
     url: Url = DEFAULT_URL,
     token: Token = None,
     token_file: TokenFile = None,
@@ -551,8 +569,15 @@ def cluster_delete(
 
 @reconciliation_app.command("list")
 def reconciliation_list(
-    runtime_id: Annotated[list[str] | None, typer.Option("--runtime-id")] = None,
-    status: Annotated[list[str] | None, typer.Option("--status")] = None,
+    runtime_id: Annotated[
+        list[str] | None, typer.Option("--runtime-id", help="Only this cluster's (repeatable).")
+    ] = None,
+    status: Annotated[
+        list[ClusterStatus] | None,
+        typer.Option(
+            "--status", help="Only reconciliations of clusters in this status (repeatable)."
+        ),
+    ] = None,
     last: Annotated[int | None, typer.Option(help="Only the newest N.")] = None,
     url: Url = DEFAULT_URL,
     token: Token = None,
@@ -562,7 +587,7 @@ def reconciliation_list(
 ) -> None:
     """Reconciliations, newest first."""
     params: list[tuple[str, str]] = [("runtimeID", r) for r in runtime_id or []]
-    params += [("status", s) for s in status or []]
+    params += [("status", s.value) for s in status or []]
     if last:
         params.append(("last", str(last)))
     data = _call(
