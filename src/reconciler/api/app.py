@@ -30,6 +30,7 @@ from reconciler.api.auth import (
 from reconciler.api.console import mount_console
 from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
 from reconciler.api.errors import ErrorMiddleware, install_error_handlers
+from reconciler.api.docs import mount_docs
 from reconciler.api.http_metrics import HttpMetrics, HttpMetricsMiddleware
 from reconciler.api.middleware import (
     AuditMiddleware,
@@ -123,7 +124,9 @@ def create_app(
         lifespan=lifespan,
         # Go clients may omit Content-Type; browsers must send JSON (CsrfMiddleware)
         strict_content_type=False,
+        docs_url=None,  # ours, without a CDN (api/docs.py)
     )
+    mount_docs(app)
     app.state.api = api = ApiContext(
         service=service,
         settings=settings,
