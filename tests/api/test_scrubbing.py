@@ -51,6 +51,33 @@ def in_process(cache: Path) -> Any:
     return factory
 
 
+async def failed_run(
+    tmp_path: Path, tokens: Tokens, body: dict[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    """Post `body` to a mothership running in-process and wait for it to fail: its status,
+    its reconciliations and their infos, as a viewer reads them."""
+    runtime_id = body["runtimeID"]
+    async with running_api(
+        tmp_path,
+        ApiSettings(tokens_file=tokens.path),
+        invoker=in_process(tmp_path / "cache"),
+        headers=tokens.header(Role.ADMIN),
+    ) as api:
+        assert (await api.client.post("/v1/clusters", json=body)).status_code == 200
+
+        async def failed() -> dict[str, Any] | None:
+            status = (await api.client.get(f"/v1/clusters/{runtime_id}/status")).json()
+            return status if status["status"] == "error" else None
+
+        status = await poll_until(failed, timeout=60, what=f"{runtime_id} to fail")
+        listed = (await api.client.get(f"/v1/reconciliations?runtimeID={runtime_id}")).json()
+        infos = [
+            (await api.client.get(f"/v1/reconciliations/{item['schedulingID']}/info")).text
+            for item in listed
+        ]
+    return status, listed, infos
+
+
 @pytest.mark.parametrize("secret", [SECRET, LONG_SECRET], ids=["short", "904-characters"])
 async def test_a_secret_value_echoed_by_the_apiserver_is_redacted_in_reasons_info_and_logs(
     secret: str,
@@ -69,25 +96,7 @@ async def test_a_secret_value_echoed_by_the_apiserver_is_redacted_in_reasons_inf
         if entry["key"] == "password":
             entry["value"] = secret
     body["kymaConfig"]["components"] = [component]
-    settings = ApiSettings(tokens_file=tokens.path)
-    async with running_api(
-        tmp_path,
-        settings,
-        invoker=in_process(tmp_path / "cache"),
-        headers=tokens.header(Role.ADMIN),
-    ) as api:
-        assert (await api.client.post("/v1/clusters", json=body)).status_code == 200
-
-        async def failed() -> dict[str, Any] | None:
-            status = (await api.client.get("/v1/clusters/rt-leak/status")).json()
-            return status if status["status"] == "error" else None
-
-        status = await poll_until(failed, timeout=60, what="rt-leak to fail")
-        listed = (await api.client.get("/v1/reconciliations?runtimeID=rt-leak")).json()
-        infos = [
-            (await api.client.get(f"/v1/reconciliations/{item['schedulingID']}/info")).text
-            for item in listed
-        ]
+    status, listed, infos = await failed_run(tmp_path, tokens, body)
     (failure,) = status["failures"]
     assert "Invalid value" in failure["reason"]
     assert REDACTED in failure["reason"]
@@ -162,24 +171,7 @@ async def test_a_run_against_an_internal_service_reads_none_of_its_page_back(
         component = body["kymaConfig"]["components"][0]
         component.update({"URL": str(chart), "namespace": "default"})
         body["kymaConfig"]["components"] = [component]
-        async with running_api(
-            tmp_path,
-            ApiSettings(tokens_file=tokens.path),
-            invoker=in_process(tmp_path / "cache"),
-            headers=tokens.header(Role.ADMIN),
-        ) as api:
-            assert (await api.client.post("/v1/clusters", json=body)).status_code == 200
-
-            async def failed() -> dict[str, Any] | None:
-                status = (await api.client.get("/v1/clusters/rt-ssrf/status")).json()
-                return status if status["status"] == "error" else None
-
-            status = await poll_until(failed, timeout=60, what="rt-ssrf to fail")
-            listed = (await api.client.get("/v1/reconciliations?runtimeID=rt-ssrf")).json()
-            infos = [
-                (await api.client.get(f"/v1/reconciliations/{item['schedulingID']}/info")).text
-                for item in listed
-            ]
+        status, listed, infos = await failed_run(tmp_path, tokens, body)
     (failure,) = status["failures"]
     assert "HTTP 403 Forbidden" in failure["reason"], failure
     assert "not from a Kubernetes apiserver" in failure["reason"]
