@@ -30,17 +30,11 @@ from reconciler.util.polling import poll_until
 from reconciler.util.secrecy import REDACTED
 from tests.api.support import Gate, Tokens, cluster_body, running_api
 from tests.conftest import KubeTarget
-from tests.helpers.charts import make_chart, secret_label
+from tests.helpers.charts import LONG_SECRET, make_chart, pieces_in, secret_label
 from tests.helpers.clusters import cluster_spec
 from tests.remote.support import serve_app
 
 SECRET = "hunter2-secret-value"  # the `password` entry of cluster_body, `secret: true`
-LONG_SECRET = "".join(f"{uuid.uuid5(uuid.NAMESPACE_DNS, str(i)).hex}" for i in range(29))[:904]
-"""Longer than the excerpt cap: cut before scrubbing, its first 448 characters went out."""
-
-
-def pieces(secret: str, length: int = 12) -> list[str]:
-    return [secret[i : i + length] for i in range(len(secret) - length + 1)]
 
 
 def in_process(cache: Path) -> Any:
@@ -104,7 +98,7 @@ async def test_a_secret_value_echoed_by_the_apiserver_is_redacted_in_reasons_inf
     everything = "\n".join([json.dumps(status), json.dumps(listed), *infos, logs.out, logs.err])
     assert "operation failed" in everything  # the failure was logged at all
     assert secret not in everything
-    assert not [piece for piece in pieces(secret) if piece in everything]
+    assert not pieces_in(secret, everything)
 
 
 async def test_a_component_reconcilers_error_callback_is_stored_without_the_secrets(
