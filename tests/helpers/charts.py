@@ -74,3 +74,14 @@ metadata:
     leak: {{{{ printf "%s!" .Values.{value_path} | quote }}}}
 data: {{}}
 """
+
+
+LONG_SECRET = "".join(f"{n:04x}-Qz{n * 7919 % 9973:04d}" for n in range(100))[:904]
+"""A `secret: true` value longer than the excerpt cap (512): cut before it was scrubbed, its
+first 448 characters went out (issue 26)."""
+
+
+def pieces_in(secret: str, text: str, length: int = 12) -> list[str]:
+    """The runs of `length` characters of `secret` that `text` contains (none may leave)."""
+    runs = {secret[i : i + length] for i in range(len(secret) - length + 1)}
+    return sorted(run for run in runs if run in text)

@@ -97,9 +97,10 @@ class CsrfMiddleware:
     - it names a Content-Type other than JSON (`application/json`, `application/*+json`): 415.
       HTML forms can send only `application/x-www-form-urlencoded`, `multipart/form-data` and
       `text/plain` across sites; JSON needs a CORS preflight, which this API never grants;
-    - a browser sent it from another site: `Sec-Fetch-Site` other than `same-origin`/`none`,
-      or an `Origin` (every browser sends one with a POST, PUT, PATCH, DELETE) whose host is
-      not the request's own: 403;
+    - a browser sent it from another site: `Sec-Fetch-Site` other than `same-origin`/`none`
+      (the browser's own verdict, which no page can set; it also holds behind a proxy that
+      rewrites `Host`), or, from a browser without it, an `Origin` (every browser sends one
+      with a POST, PUT, PATCH, DELETE) whose host is not the request's own: 403;
     - a browser sent it without a Content-Type (a `fetch` of a bare body does): 415.
 
     A request without a Content-Type and without `Origin`/`Sec-Fetch-*` is a program's, not a
@@ -132,7 +133,7 @@ class CsrfMiddleware:
         origin = headers.get("origin")
         if site is not None and site.strip().lower() not in SAME_ORIGIN:
             return 403, f"cross-site request refused (Sec-Fetch-Site: {site[:20]})"
-        if origin is not None:
+        if origin is not None and site is None:  # a browser without Fetch Metadata
             host = headers.get("host", "").strip().lower()
             origin_host = urllib.parse.urlsplit(origin.strip()).netloc.lower()
             if not origin_host or origin_host != host:

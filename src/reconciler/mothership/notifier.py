@@ -13,6 +13,7 @@ import contextlib
 import enum
 from typing import Any
 
+import sqlalchemy as sa
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -85,7 +86,19 @@ class PostgresNotifier(Notifier):
         await self._listen()
 
     async def _listen(self) -> None:
-        self._listener = await self._engine.connect()
+        for attempt in (1, 2):
+            listener = await self._engine.connect()
+            try:
+                # a pooled connection from before a database restart fails here, through
+                # SQLAlchemy, which then recycles the whole pool: the second one is fresh
+                await listener.exec_driver_sql("SELECT 1")
+                await listener.commit()
+                break
+            except sa.exc.DBAPIError:
+                await listener.close()
+                if attempt == 2:
+                    raise
+        self._listener = listener
         raw = await self._listener.get_raw_connection()
         self._raw = raw.driver_connection
         await self._raw.add_listener(PG_CHANNEL, self._on_notify)
@@ -131,16 +144,20 @@ class PostgresNotifier(Notifier):
     async def _flush(self) -> None:
         await asyncio.sleep(BATCH_SECONDS)
         channels, self._pending = self._pending, set()
-        try:
-            await self.ensure_listening()
-            async with self._engine.connect() as conn:
-                raw = await conn.get_raw_connection()
-                driver = raw.driver_connection
-                assert driver is not None
-                for channel in sorted(channels):
-                    await driver.execute(f"NOTIFY {PG_CHANNEL}, '{channel.value}'")
-        except Exception as exc:  # a lost wake-up only costs latency (the sweep catches up)
-            log.warning("notify failed", channels=sorted(channels), error=str(exc))
+        for attempt in (1, 2):
+            # a pooled connection from before a database restart fails once; SQLAlchemy sees
+            # the disconnect and recycles the pool, so the second attempt gets a fresh one (API
+            # requests, on their own pool, no longer do that for this one)
+            try:
+                await self.ensure_listening()
+                async with self._engine.connect() as conn:  # sent when it commits
+                    for channel in sorted(channels):
+                        await conn.exec_driver_sql(f"NOTIFY {PG_CHANNEL}, '{channel.value}'")
+                    await conn.commit()
+                return
+            except Exception as exc:  # a lost wake-up only costs latency (the sweep catches up)
+                if attempt == 2:
+                    log.warning("notify failed", channels=sorted(channels), error=str(exc))
 
     async def _drop_listener(self) -> None:
         if self._raw is not None:

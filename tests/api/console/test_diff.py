@@ -123,6 +123,7 @@ async def test_diffs_run_off_the_event_loop_and_a_flood_is_refused() -> None:
             await asyncio.sleep(0.01)
 
     running = asyncio.create_task(ticker())
+    started = time.monotonic()
     try:
         first = asyncio.create_task(pool.diff(left, right))
         second = asyncio.create_task(pool.diff(left, right))
@@ -131,9 +132,12 @@ async def test_diffs_run_off_the_event_loop_and_a_flood_is_refused() -> None:
             await pool.diff(left, right)
         rows = await first
         await second
+        took = time.monotonic() - started
     finally:
         running.cancel()
     assert any(row.kind == "changed" for row in rows)
     gaps = [later - earlier for earlier, later in itertools.pairwise(ticks)]
     assert len(ticks) > 5
-    assert max(gaps) < 0.5  # the loop kept turning while the diffs ran
+    # the loop kept turning while the diffs ran (a pause of the loaded machine or a garbage
+    # collection in the worker may hold it briefly, never for the diffs' whole time)
+    assert max(gaps) < min(1.0, took / 2), (max(gaps), took)

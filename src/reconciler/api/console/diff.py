@@ -40,6 +40,8 @@ CONCURRENT = 2
 to come back (503)."""
 WAITING = 8
 Opcode = tuple[str, int, int, int, int]
+_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's dumper where installed: the same YAML, a tenth of the time of the pure one."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ class DiffRow:
 def config_lines(config: KymaConfig) -> list[str]:
     """The redacted configuration as YAML lines."""
     data = convert.kyma_config(config).model_dump(mode="json", by_alias=True)
-    return yaml.safe_dump(data, sort_keys=True, default_flow_style=False).splitlines()
+    text = yaml.dump(data, Dumper=_DUMPER, sort_keys=True, default_flow_style=False)
+    return text.splitlines()
 
 
 def _myers(a: Sequence[int], b: Sequence[int], limit: int, deadline: float) -> list[int] | None:
