@@ -29,8 +29,8 @@ from reconciler.api.auth import (
 )
 from reconciler.api.console import mount_console
 from reconciler.api.context import ApiContext, ReadinessProbe, SpecValidator
-from reconciler.api.errors import ErrorMiddleware, install_error_handlers
 from reconciler.api.docs import mount_docs
+from reconciler.api.errors import ErrorMiddleware, install_error_handlers
 from reconciler.api.http_metrics import HttpMetrics, HttpMetricsMiddleware
 from reconciler.api.middleware import (
     AuditMiddleware,
