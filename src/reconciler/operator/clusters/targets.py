@@ -80,7 +80,16 @@ class TargetClusters:
         if not secrets:
             await self.forget(namespace, kyma)
             raise TargetMissing(f"no {where}: the remote cluster's kubeconfig is missing")
-        secret = min(secrets, key=lambda s: str(s["metadata"]["name"]))
+        if len(secrets) > 1:
+            # which one is the Kyma's is not ours to guess: a label another user set may point
+            # a second Secret (another cluster) at this Kyma
+            names = ", ".join(sorted(str(s["metadata"]["name"]) for s in secrets))
+            await self.forget(namespace, kyma)
+            raise TargetError(
+                f"{len(secrets)} Secrets are labelled {KYMA_NAME}={kyma} in namespace "
+                f"{namespace} ({names}): remove all but the Kyma's kubeconfig"
+            )
+        (secret,) = secrets
         version = str(secret["metadata"].get("resourceVersion", ""))
         entry = self._kymas.get(key)
         if entry is not None and entry.version == version and entry.digest in self._clusters:
