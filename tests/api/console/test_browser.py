@@ -485,3 +485,26 @@ def test_fleet_of_10000_paints_and_filters_quickly_in_a_light_page(
     assert weight < 200 * 1024
     assert first_paint < 5000  # the figure is 300 ms; only a broken page takes seconds
     context.close()
+
+
+def test_without_authentication_the_console_asks_for_no_token_and_with_it_signs_in(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """`make demo` runs the mothership with auth=none: its console must open, not ask for a
+    token nobody has; a mothership that needs one still sends a tokenless visitor to sign in."""
+    with served_console(tmp_path / "open", ApiSettings(auth="none"), run_loops=False) as served:
+        served.call(lambda engine: engine.service.upsert_cluster(cluster_spec("rt-open")))
+        page = browser.new_page()
+        page.goto(served.url + "/ui/")
+        expect(page.locator("table.fleet tbody tr")).to_have_count(1)
+        assert "/ui/signin" not in page.url
+        page.close()
+    (tmp_path / "closed").mkdir()
+    tokens = Tokens.write(tmp_path / "closed")
+    with served_console(
+        tmp_path / "closed", ApiSettings(tokens_file=tokens.path), run_loops=False
+    ) as served:
+        page = browser.new_page()
+        page.goto(served.url + "/ui/")
+        page.wait_for_url("**/ui/signin**")
+        page.close()

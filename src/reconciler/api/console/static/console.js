@@ -43,10 +43,16 @@
     });
     return;
   }
-  if (!token()) { signin(); return; }
+  // No token is no reason to ask for one: a mothership without authentication (auth=none), or
+  // one that knows the caller by its client certificate, answers anyway; a 401 signs in.
+  function authHeaders(extra) {
+    var headers = extra || {};
+    if (token()) { headers.Authorization = "Bearer " + token(); }
+    return headers;
+  }
 
   document.addEventListener("htmx:configRequest", function (event) {
-    event.detail.headers.Authorization = "Bearer " + token();
+    authHeaders(event.detail.headers);
     var target = event.detail.target;
     if (target && target.dataset.etag) { event.detail.headers["If-None-Match"] = target.dataset.etag; }
   });
@@ -86,12 +92,12 @@
     if (button.dataset.action === "status") {
       request = fetch(cluster + "/status", {
         method: "PUT",
-        headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" },
+        headers: authHeaders({ "Content-Type": "application/json" }),
         body: JSON.stringify({ status: button.dataset.status })
       });
     } else if (button.dataset.action === "delete") {
       if (!window.confirm("Delete " + runtime + "? Its components are uninstalled.")) { return; }
-      request = fetch(cluster, { method: "DELETE", headers: { Authorization: "Bearer " + token() } });
+      request = fetch(cluster, { method: "DELETE", headers: authHeaders() });
     } else if (button.dataset.action === "forget") {
       // a cluster that answers keeps everything installed when forgotten: say so, and confirm
       var live = ["healthy", "progressing", "disabled"].indexOf(button.dataset.health) >= 0;
@@ -100,7 +106,7 @@
           (live ? " It is " + button.dataset.health + ": whatever is installed stays installed." : ""))) { return; }
       request = fetch(cluster + "/forget", {
         method: "POST",
-        headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" },
+        headers: authHeaders({ "Content-Type": "application/json" }),
         body: JSON.stringify({ confirm: live })
       });
     } else {
@@ -109,7 +115,7 @@
       request = fetch("/v1/clusters/" + encodeURIComponent(runtime) + "/config/" + version + "/restore", {
         method: "POST",
         // JSON, as every state-changing request from a browser must be (CSRF guard)
-        headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" },
+        headers: authHeaders({ "Content-Type": "application/json" }),
         body: "{}"
       });
     }
