@@ -3,12 +3,16 @@ data only behind the viewer role, buttons by role, ETags, redacted diffs, no sec
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import httpx
 
 from reconciler.api import ApiSettings
 from reconciler.api.auth import Role
+from reconciler.api.console.rendering import render
+from reconciler.model.operation import Operation, Reconciliation
+from reconciler.model.status import ClusterStatus, OperationState, OperationType
 from tests.api.support import (
     SECRET_TOKEN,
     Api,
@@ -157,3 +161,29 @@ async def test_console_can_be_switched_off(tmp_path: Path, tokens: Tokens) -> No
     async with running_api(tmp_path, settings, headers=tokens.header(Role.ADMIN)) as api:
         assert (await api.client.get("/ui/")).status_code == 404
         assert (await api.client.get("/ui/static/htmx.min.js")).status_code == 404
+
+
+def test_an_operation_that_never_started_shows_no_growing_duration() -> None:
+    created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+    def op(component: str, state: OperationState) -> Operation:
+        return Operation(
+            "sched", f"corr-{component}", "rt", 1, 1, component, "ns", OperationType.RECONCILE,
+            state, "", 0, False, "", created, created + dt.timedelta(seconds=4),
+        )  # fmt: skip
+
+    def run(active: bool) -> Reconciliation:
+        status = ClusterStatus.RECONCILING if active else ClusterStatus.ERROR
+        return Reconciliation(
+            "sched", "rt", 1, 1, OperationType.RECONCILE, status, active, created, created
+        )
+
+    operations = [op("done", OperationState.DONE), op("after", OperationState.NEW)]
+    a_day_later = created + dt.timedelta(days=1)
+    ended = render("reconciliations.html", runs=[(run(False), operations)], now=a_day_later)
+    running = render("reconciliations.html", runs=[(run(True), operations)], now=a_day_later)
+
+    assert "not run" in ended
+    assert "waiting" in running
+    assert "24h 0m" not in ended + running  # a day since it was created, never started
+    assert "<td>4s</td>" in ended  # the finished one's duration
