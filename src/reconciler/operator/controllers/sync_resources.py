@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from reconciler.core.results import Outcome
 from reconciler.core.runner import ComponentReconciler
-from reconciler.errors import ReconcilerError
+from reconciler.errors import ApplyError, ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.transform import COMPONENT
 from reconciler.model.kube_object import Body, KubeObject
@@ -171,7 +171,15 @@ class SyncResourceController:
 
     @staticmethod
     async def _live(cluster: Cluster, objects: list[KubeObject]) -> list[KubeObject | None]:
-        return list(await asyncio.gather(*(cluster.get(obj) for obj in objects)))
+        """The live objects (None: gone, or its kind is not served any more)."""
+
+        async def live(obj: KubeObject) -> KubeObject | None:
+            try:
+                return await cluster.get(obj)
+            except ApplyError:
+                return None
+
+        return list(await asyncio.gather(*(live(obj) for obj in objects)))
 
     async def _own(
         self, cluster: Cluster, objects: list[KubeObject], component: str
