@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.model.lifecycle import API_VERSION, MANAGED_BY
+from reconciler.operator.controllers.remote_merge import MAX_REMOTE_MODULES
 from tests.operator import modules
 from tests.operator.conftest import World
 from tests.operator.remote import remote_kyma, remote_kyma_ready, set_remote_modules
@@ -152,3 +153,30 @@ async def test_a_beta_module_is_refused_to_an_unlabelled_kyma_and_not_offered_re
         return await _remote_templates(world) == {"alpha-1.0.0"}
 
     await world.until(catalog_without_beta, "only alpha offered remotely")
+
+
+async def test_a_remote_admin_cannot_grow_the_control_plane_kyma_past_the_cap(
+    world: World,
+) -> None:
+    """Issue 26 item 19: 2,500 remote entries used to be copied whole into the control-plane
+    Kyma (1.36 MB, near etcd's limit). Only the first MAX_REMOTE_MODULES are taken, and the
+    remote Kyma's status says what was left out."""
+    await remote_kyma_ready(world, "r9", [])
+    entries = [{"name": f"m{index}"} for index in range(MAX_REMOTE_MODULES + 50)]
+    await set_remote_modules(world.remote, entries)
+
+    async def capped() -> list[str] | None:
+        kyma = await world.get("Kyma", "r9")
+        names = [m["name"] for m in ((kyma or {}).get("spec") or {}).get("modules") or []]
+        return names if names else None
+
+    names = await world.until(capped, "remote entries merged into the control-plane Kyma")
+    assert names == [f"m{index}" for index in range(MAX_REMOTE_MODULES)]
+
+    async def reported() -> str | None:
+        status = ((await remote_kyma(world)) or {}).get("status") or {}
+        found = [c for c in status.get("conditions") or [] if c.get("type") == "RemoteModules"]
+        return found[0]["message"] if found else None
+
+    message = await world.until(reported, "the remote Kyma's RemoteModules condition")
+    assert f"{MAX_REMOTE_MODULES + 50} entries, more than {MAX_REMOTE_MODULES}" in message

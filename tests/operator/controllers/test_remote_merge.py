@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reconciler.operator.controllers.remote_merge import (
+    MAX_REMOTE_MODULES,
     REMOTE_MODULES,
     merge,
     remote_names,
@@ -41,3 +42,12 @@ def test_invalid_or_repeated_remote_entries_are_left_out_with_the_reason() -> No
 def test_the_recorded_names_survive_a_garbled_annotation() -> None:
     assert remote_names({"metadata": {"annotations": {REMOTE_MODULES: '["a"]'}}}) == ["a"]
     assert remote_names({"metadata": {"annotations": {REMOTE_MODULES: "{oops"}}}) == []
+
+
+def test_at_most_max_remote_modules_entries_are_taken_and_the_excess_reported() -> None:
+    entries, problems = valid_entries([{"name": f"m{i}"} for i in range(MAX_REMOTE_MODULES + 1)])
+    assert len(entries) == MAX_REMOTE_MODULES
+    assert problems == [
+        f"spec.modules: {MAX_REMOTE_MODULES + 1} entries, more than {MAX_REMOTE_MODULES}:"
+        f" only the first {MAX_REMOTE_MODULES} are taken"
+    ]

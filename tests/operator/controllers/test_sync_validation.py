@@ -60,3 +60,100 @@ def test_bad_content_is_refused_with_a_message_naming_the_problem(
     with pytest.raises(SyncContentError) as caught:
         check_objects(objects, "kyma-system")
     assert problem in str(caught.value)
+
+
+def _workload(kind: str, pod: dict[str, Any]) -> dict[str, Any]:
+    api = {"Pod": "v1", "Job": "batch/v1", "CronJob": "batch/v1"}.get(kind, "apps/v1")
+    template = {"spec": pod}
+    spec: dict[str, Any] = {"template": template}
+    if kind == "Pod":
+        spec = pod
+    elif kind == "CronJob":
+        spec = {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template}}}
+    return {"apiVersion": api, "kind": kind, "metadata": {"name": "w"}, "spec": spec}
+
+
+_CONTAINER = {"name": "c", "image": "i"}
+
+
+@pytest.mark.parametrize(
+    "kind", ["Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"]
+)
+@pytest.mark.parametrize(
+    ("pod", "rule"),
+    [
+        (
+            {"containers": [{**_CONTAINER, "securityContext": {"privileged": True}}]},
+            "container c: privileged containers are not allowed",
+        ),
+        (
+            {
+                "initContainers": [
+                    {**_CONTAINER, "securityContext": {"allowPrivilegeEscalation": True}}
+                ]
+            },
+            "container c: allowPrivilegeEscalation is not allowed",
+        ),
+        (
+            {
+                "containers": [
+                    {**_CONTAINER, "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}
+                ]
+            },
+            "container c: added capabilities are not allowed",
+        ),
+        (
+            {"containers": [{**_CONTAINER, "ports": [{"containerPort": 80, "hostPort": 80}]}]},
+            "container c: host ports are not allowed",
+        ),
+        ({"hostNetwork": True, "containers": [_CONTAINER]}, "hostNetwork is not allowed"),
+        ({"hostIPC": True, "containers": [_CONTAINER]}, "hostIPC is not allowed"),
+        (
+            {"volumes": [{"name": "r", "hostPath": {"path": "/"}}], "containers": [_CONTAINER]},
+            "hostPath volume r is not allowed",
+        ),
+        (
+            {"serviceAccountName": "admin", "containers": [_CONTAINER]},
+            "serviceAccountName admin is neither default nor created by this SyncResource",
+        ),
+    ],
+)
+def test_workloads_that_would_gain_privileges_are_refused_naming_object_and_rule(
+    kind: str, pod: dict[str, Any], rule: str
+) -> None:
+    with pytest.raises(SyncContentError) as caught:
+        check_objects([_workload(kind, pod)], "kyma-system")
+    assert f"spec.objects[0] ({kind} w)" in str(caught.value)
+    assert rule in str(caught.value)
+
+
+def test_a_service_account_the_same_sync_resource_creates_may_be_used_in_its_namespace() -> None:
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "mine"}}
+    pod = {"serviceAccountName": "mine", "containers": [_CONTAINER]}
+    assert len(check_objects([account, _workload("Deployment", pod)], "kyma-system")) == 2
+    elsewhere = _workload("Deployment", pod)
+    elsewhere["metadata"]["namespace"] = "other"
+    with pytest.raises(SyncContentError, match="serviceAccountName mine is neither"):
+        check_objects([account, elsewhere], "kyma-system")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": "t"},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "t"},
+        },
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "t"}},
+    ],
+)
+def test_tokens_and_rbac_are_refused(raw: dict[str, Any]) -> None:
+    with pytest.raises(SyncContentError, match=r"spec.objects\[0\]"):
+        check_objects([raw], "kyma-system")

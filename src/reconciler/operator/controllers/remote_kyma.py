@@ -51,6 +51,7 @@ from reconciler.operator.controllers.remote_merge import (
     remote_names,
     valid_entries,
 )
+from reconciler.operator.controllers.status import last_operation
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered
 from reconciler.util.backoff import Backoff
@@ -59,6 +60,8 @@ REMOTE_NAME = "default"
 REMOTE_FINALIZER = f"{GROUP}/remote-sync"
 OWNER = f"{GROUP}/owner"
 """Annotation on the remote Kyma: `<namespace>/<name>` of the control-plane Kyma it mirrors."""
+LEFT_OUT_CONDITION = "RemoteModules"
+"""Condition on the remote Kyma: which of its `spec.modules` entries were not taken, and why."""
 MIRRORED = ("state", "modules", "activeChannel", "conditions", "lastOperation")
 REMOTE_KINDS = (KymaKind, ModuleTemplateKind)
 CONFLICT_RETRY = 0.05
@@ -130,8 +133,8 @@ class RemoteSync:
         )
         remote = ControlPlane(cluster)
         mirror = await self._remote_kyma(remote, kyma)
-        await self._merge(kyma, mirror)
-        await self._mirror(remote, kyma, mirror)
+        left_out = await self._merge(kyma, mirror)
+        await self._mirror(remote, kyma, mirror, left_out)
         await sync_catalog(self.control, remote, kyma)
         kinds.add((API_VERSION, "Kyma"))
         self.watch.track(cluster, ("RemoteKyma", *key), kinds)
@@ -199,17 +202,18 @@ class RemoteSync:
         }
         return await remote.apply(body)
 
-    async def _merge(self, kyma: Body, mirror: Body) -> None:
+    async def _merge(self, kyma: Body, mirror: Body) -> list[str]:
+        """Merge the remote entries in; return why some were left out (for the remote side)."""
         entries, problems = valid_entries((mirror.get("spec") or {}).get("modules") or [])
         if problems:
             get_logger(kyma=kyma["metadata"]["name"], part="remote-sync").warning(
-                "remote modules left out", problems="; ".join(problems)
+                "remote modules left out", problems="; ".join(problems)[:2048]
             )
         current = (kyma.get("spec") or {}).get("modules") or []
         added = remote_names(kyma)
         modules, names = merge(current, added, entries)
         if modules == current and names == added:
-            return
+            return problems
         meta = kyma["metadata"]
         patch: dict[str, Any] = {
             "metadata": {
@@ -219,11 +223,42 @@ class RemoteSync:
             "spec": {"modules": modules},
         }
         await self.control.patch("Kyma", meta["namespace"], meta["name"], patch)
+        return problems
 
     @staticmethod
-    async def _mirror(remote: ControlPlane, kyma: Body, mirror: Body) -> None:
+    async def _mirror(remote: ControlPlane, kyma: Body, mirror: Body, left_out: list[str]) -> None:
+        """The control plane's status on the remote Kyma, with a `RemoteModules` condition
+        saying which of the remote user's entries were left out (and why)."""
         status = kyma.get("status") or {}
         wanted = {k: status[k] for k in MIRRORED if k in status}
+        conditions = [
+            c for c in wanted.get("conditions") or [] if c.get("type") != LEFT_OUT_CONDITION
+        ]
+        if left_out:
+            message = "; ".join(left_out[:20])
+            if len(left_out) > 20:
+                message += f"; and {len(left_out) - 20} more"
+            old = next(
+                (
+                    c
+                    for c in (mirror.get("status") or {}).get("conditions") or []
+                    if c.get("type") == LEFT_OUT_CONDITION and c.get("message") == message
+                ),
+                None,
+            )  # the same stamp for the same news: no status write (and watch event) per sync
+            stamp = (old or {}).get("lastTransitionTime")
+            stamp = stamp or last_operation({}, "")["lastUpdateTime"]
+            conditions.append(
+                {
+                    "type": LEFT_OUT_CONDITION,
+                    "status": "False",
+                    "reason": "EntriesLeftOut",
+                    "message": message,
+                    "lastTransitionTime": stamp,
+                }
+            )
+        if conditions or "conditions" in wanted:
+            wanted["conditions"] = conditions
         if wanted:
             await remote.set_status(mirror, wanted)
 

@@ -18,6 +18,9 @@ from pydantic import ValidationError
 from reconciler.model.lifecycle import GROUP, Module
 from reconciler.operator.controllers.status import invalid
 
+MAX_REMOTE_MODULES = 200
+"""At most this many entries are taken from a remote Kyma's `spec.modules` (the first ones): a
+remote cluster admin must not grow the control-plane Kyma towards etcd's object size limit."""
 REMOTE_MODULES = f"{GROUP}/remote-modules"
 """Annotation on the control-plane Kyma: names of the modules that came from the remote Kyma."""
 
@@ -32,12 +35,17 @@ def remote_names(kyma: dict[str, Any]) -> list[str]:
 
 
 def valid_entries(remote_modules: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The remote user's entries that parse as modules (first of a name wins), and why the
-    others were left out."""
+    """The remote user's entries that parse as modules (first of a name wins, at most
+    `MAX_REMOTE_MODULES`), and why the others were left out."""
     entries: list[dict[str, Any]] = []
     problems: list[str] = []
     seen: set[str] = set()
-    for index, raw in enumerate(remote_modules):
+    if len(remote_modules) > MAX_REMOTE_MODULES:
+        problems.append(
+            f"spec.modules: {len(remote_modules)} entries, more than {MAX_REMOTE_MODULES}:"
+            f" only the first {MAX_REMOTE_MODULES} are taken"
+        )
+    for index, raw in enumerate(remote_modules[:MAX_REMOTE_MODULES]):
         try:
             module = Module.model_validate(raw)
         except ValidationError as exc:
