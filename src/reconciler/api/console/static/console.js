@@ -97,7 +97,10 @@
       });
     } else if (button.dataset.action === "delete") {
       if (!window.confirm("Delete " + runtime + "? Its components are uninstalled.")) { return; }
-      request = fetch(cluster, { method: "DELETE", headers: authHeaders() });
+      // JSON, as every state-changing request from a browser must be (CSRF guard)
+      request = fetch(cluster, {
+        method: "DELETE", headers: authHeaders({ "Content-Type": "application/json" })
+      });
     } else if (button.dataset.action === "forget") {
       // a cluster that answers keeps everything installed when forgotten: say so, and confirm
       var live = ["healthy", "progressing", "disabled"].indexOf(button.dataset.health) >= 0;
