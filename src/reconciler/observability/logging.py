@@ -38,7 +38,6 @@ def scrub_secrets(
 
 LogSink = Callable[[structlog.typing.EventDict], None]
 _OURS = "_reconciler_handler"
-_CHATTY = ("httpx", "httpx2", "httpcore")
 
 
 def configure_logging(
@@ -94,8 +93,8 @@ def _route_standard_logging(
     renderer: structlog.types.Processor,
     sink: LogSink | None,
 ) -> None:
-    """What libraries log through the standard library (uvicorn, kopf, httpx, asyncio) comes out
-    in the same schema as our own lines, scrubbed, at the same level: one handler on the root
+    """What libraries log through the standard library (uvicorn, kopf, httpx, asyncio) from
+    warning up comes out in the same schema as our own lines, scrubbed: one handler on the root
     logger, replacing any earlier one of ours."""
     handler: logging.Handler
     if sink is not None:
@@ -116,9 +115,10 @@ def _route_standard_logging(
     setattr(handler, _OURS, True)
     root = logging.getLogger()
     root.handlers = [h for h in root.handlers if not getattr(h, _OURS, False)] + [handler]
-    root.setLevel(level)
-    for chatty in _CHATTY:  # a line per HTTP request they make: what metrics are for
-        logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
+    # libraries only from warning up, whatever our level: their debug lines (aiosqlite's and
+    # SQLAlchemy's statements with parameters, httpx's requests) come from threads our
+    # scrubber does not see, and their info lines are one per request, what metrics are for
+    root.setLevel(max(level, logging.WARNING))
 
 
 def reset_standard_logging() -> None:
