@@ -204,9 +204,13 @@ class Operator:
 
     def _remote_changed(self, event: RemoteEvent) -> None:
         """A watcher reported a change in the Kyma's remote cluster: look at the Kyma now, and
-        sync its remote side (the remote Kyma, a module custom resource)."""
-        self.queue.add(("Kyma", event.kyma_namespace, event.kyma_name))
-        self._sync_remote(event.kyma_namespace, event.kyma_name)
+        sync its remote side (the remote Kyma, a module custom resource). Coalesced: the
+        Kyma is due `event_coalesce` seconds after the first event, and every further event
+        until then finds it pending (one requeue, however many events)."""
+        delay = self.watcher.event_coalesce
+        self.queue.add(("Kyma", event.kyma_namespace, event.kyma_name), delay)
+        if self.settings.remote_sync:
+            self.queue.add(("RemoteKyma", event.kyma_namespace, event.kyma_name), delay)
 
     async def _forward_unless_mine(self, event: RemoteEvent) -> None:
         """The Kyma's shard is another process's: record the event on the Kyma for it."""
@@ -334,7 +338,7 @@ class Operator:
                 self.control.cluster, self.watcher.ca_namespace, self.watcher.ca_secret
             )
             self.remote_watchers = RemoteWatchers(self.watcher, ca)
-            self.listener = Listener(self.watcher, ca, self.control, self.events)
+            self.listener = Listener(self.watcher, ca, self.control, self.events, namespace)
         await self._prime_catalog(namespace)
         kopf = KopfThread(kubeconfig, namespace, self.watched(), self.settings.stop_timeout)
         kopf_done = kopf.start()

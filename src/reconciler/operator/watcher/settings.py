@@ -40,6 +40,17 @@ class WatcherSettings(BaseSettings):
     max_body: int = Field(default=16 * 1024, ge=256)
     """Largest event body the listener reads (bytes); more is refused with 413."""
 
+    events_rate: float = Field(default=5.0, gt=0)
+    """Events per second one runtime may send on average (a token bucket per runtime); more
+    are refused with 429 and `Retry-After`."""
+    events_burst: int = Field(default=50, ge=1)
+    """Events one runtime may send at once (the bucket's size)."""
+    refusal_window: float = Field(default=60.0, gt=0)
+    """Seconds over which refused events of one runtime are logged as one line and a count."""
+    event_coalesce: float = Field(default=1.0, ge=0)
+    """Seconds an event waits before its Kyma is looked at: every event of a Kyma within this
+    time is the same one pending requeue."""
+
     @property
     def enabled(self) -> bool:
         return self.listener_url is not None
