@@ -47,9 +47,9 @@ class WatcherSettings(BaseSettings):
     """Events one runtime may send at once (the bucket's size)."""
     refusal_window: float = Field(default=60.0, gt=0)
     """Seconds over which refused events of one runtime are logged as one line and a count."""
-    event_coalesce: float = Field(default=1.0, ge=0)
-    """Seconds an event waits before its Kyma is looked at: every event of a Kyma within this
-    time is the same one pending requeue."""
+    event_coalesce: float = Field(default=0.25, ge=0)
+    """Seconds between runs of a Kyma for events: the first event in a while runs it at once,
+    every later one within this time joins one pending requeue at its end."""
 
     @property
     def enabled(self) -> bool:
