@@ -161,6 +161,7 @@ async def main(
             success_interval=success,
             workers=16,
             remote_sync=False,
+            source_local_files=True,  # the modules are charts on this host
         )
         operator = Operator(control, ChartCache(root / "cache"), settings)
         stop = asyncio.Event()

@@ -36,7 +36,8 @@ k create namespace kcp-system --dry-run=client -o yaml | k apply -f - >/dev/null
 RECONCILER_INFRA_GARDENER_PROJECT=demo RECONCILER_INFRA_POLL_INTERVAL=1 \
   start infra "$BIN/reconciler" infra run --kubeconfig "$KCP" \
   --garden-kubeconfig "$DEMO_DIR/garden/garden-kubeconfig" --namespace kcp-system
-start operator "$BIN/reconciler" operator run --kubeconfig "$KCP" --namespace kcp-system
+RECONCILER_OPERATOR_SOURCE_LOCAL_FILES=true \
+  start operator "$BIN/reconciler" operator run --kubeconfig "$KCP" --namespace kcp-system
 
 echo "== 3. a Runtime and a Kyma of the same name"
 k -n kcp-system apply -f examples/operator/catalog.yaml -f examples/infra/runtime.yaml \

@@ -56,7 +56,9 @@ KUBECTL=$("$BIN/python" -c 'from reconciler.paths import find_binary; print(find
 pid_file="$DEMO_DIR/operator.pid"
 if ! { [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; }; then
   # from the repository root: the catalog's chart link is relative to it
-  nohup "$BIN/reconciler" operator run --namespace kcp-system > "$DEMO_DIR/operator.log" 2>&1 &
+  # the example catalog links charts in this repository: local files allowed for the demo
+  RECONCILER_OPERATOR_SOURCE_LOCAL_FILES=true \
+    nohup "$BIN/reconciler" operator run --namespace kcp-system > "$DEMO_DIR/operator.log" 2>&1 &
   echo $! > "$pid_file"
 fi
 last=""

@@ -39,7 +39,7 @@ from tests.deploy.chart import CHART, render
 from tests.infra import samples
 from tests.infra.conftest import Garden
 from tests.operator import modules
-from tests.operator.conftest import World
+from tests.operator.conftest import LOCAL_SOURCES_ENV, World
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,
@@ -142,6 +142,7 @@ async def test_operator_reconciles_a_kyma_with_the_pods_service_account_and_the_
     run_dir = tmp_path / "run"
     env = pod_environment(kube_cluster.kubeconfig, run_dir, tmp_path / "home")
     env |= {"RECONCILER_OPERATOR_BUSY_INTERVAL": "0.5", "RECONCILER_OPERATOR_ERROR_INTERVAL": "0.5"}
+    env |= LOCAL_SOURCES_ENV
     async with await Cluster.connect(kube_cluster.kubeconfig) as control:
         await install_crds(control)
         account = await chart_role(control, namespace, release, operator_values())

@@ -51,7 +51,11 @@ async def test_the_example_kyma_gets_ready_with_its_module_installed_locally(
     monkeypatch.chdir(ROOT)  # the catalog's chart link is relative to the repository root
     # the module into the test's namespace: kyma-system on the shared cluster is other tests'
     settings = OperatorSettings(
-        busy_interval=0.5, error_interval=0.5, error_max_interval=2, module_namespace=namespace
+        busy_interval=0.5,
+        error_interval=0.5,
+        error_max_interval=2,
+        module_namespace=namespace,
+        source_local_files=True,  # the example's catalog links the chart in this repository
     )
     async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
         await install_crds(cluster)

@@ -15,8 +15,14 @@ from reconciler.util.polling import poll_until
 from tests.infra.conftest import World
 from tests.infra.samples import runtime
 from tests.operator import modules
+from tests.operator.conftest import LOCAL_SOURCES
 
-OPERATOR = OperatorSettings(busy_interval=0.5, error_interval=0.5, error_max_interval=2)
+OPERATOR = OperatorSettings(
+    busy_interval=0.5,
+    error_interval=0.5,
+    error_max_interval=2,
+    **LOCAL_SOURCES,  # type: ignore[arg-type]
+)
 
 
 async def test_a_runtimes_kubeconfig_lets_the_operator_install_a_kymas_modules_on_the_shoot(

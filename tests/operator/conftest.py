@@ -21,7 +21,18 @@ from tests.conftest import ClusterFactory, KubeTarget
 from tests.operator import modules
 from tests.operator.running import running
 
+LOCAL_SOURCES: dict[str, object] = {
+    "source_local_files": True,
+    "source_schemes": ["https", "http", "oci"],
+}
+"""The test modules' charts are local files (and http servers on loopback): allowed here."""
+LOCAL_SOURCES_ENV = {
+    "RECONCILER_OPERATOR_SOURCE_LOCAL_FILES": "true",
+    "RECONCILER_OPERATOR_SOURCE_SCHEMES": '["https", "http", "oci"]',
+}
+
 SETTINGS = OperatorSettings(
+    **LOCAL_SOURCES,  # type: ignore[arg-type]
     success_interval=30,
     busy_interval=0.5,
     warning_interval=2,

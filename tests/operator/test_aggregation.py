@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from reconciler.model.lifecycle import module_object_name
 from reconciler.operator.runtime.wiring import AGGREGATE_DELAY
 from tests.operator import modules
 from tests.operator.conftest import World
@@ -31,7 +32,10 @@ async def test_a_burst_of_manifest_status_changes_costs_few_kyma_reconciles(worl
 
     operator = world.operator
     assert operator is not None
-    manifests = [await world.get("Manifest", name) for name in ("kb-alpha", "kb-beta")]
+    manifests = [
+        await world.get("Manifest", name)
+        for name in (module_object_name("kb", "alpha"), module_object_name("kb", "beta"))
+    ]
     before = _kyma_reconciles(world)
     started = time.monotonic()
     for i in range(CHANGES):  # status changes as kopf reports them, a little apart

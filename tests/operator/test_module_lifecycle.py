@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.model.lifecycle import API_VERSION
+from reconciler.model.lifecycle import API_VERSION, module_object_name
 from tests.operator import modules
 from tests.operator.conftest import World
 
@@ -28,7 +28,10 @@ async def test_an_unmanaged_module_loses_its_manifest_but_stays_installed(world:
     async def released() -> bool:
         kyma = await world.get("Kyma", "k3")
         states = [m["state"] for m in ((kyma or {}).get("status") or {}).get("modules", [])]
-        return states == ["Unmanaged"] and await world.get("Manifest", "k3-beta") is None
+        return (
+            states == ["Unmanaged"]
+            and await world.get("Manifest", module_object_name("k3", "beta")) is None
+        )
 
     await world.until(released, "beta Unmanaged and its Manifest gone")
     await world.kyma_state("k3", "Ready")
@@ -65,7 +68,7 @@ async def test_custom_resources_left_behind_block_deletion_and_are_named(world: 
     )
 
     async def blocked() -> str | None:
-        manifest = await world.get("Manifest", "k5-alpha")
+        manifest = await world.get("Manifest", module_object_name("k5", "alpha"))
         status = (manifest or {}).get("status") or {}
         message = str((status.get("lastOperation") or {}).get("operation", ""))
         return (
@@ -134,14 +137,16 @@ async def test_the_skip_label_stops_reconciliation_of_a_kyma(world: World) -> No
         modules.kyma(world.namespace, "k8", "regular", [{"name": "alpha", "managed": True}])
     )
     await world.kyma_state("k8", "Ready")
-    assert await world.get("Manifest", "k7-beta") is not None  # not removed while skipped
+    assert (
+        await world.get("Manifest", module_object_name("k7", "beta")) is not None
+    )  # not removed while skipped
 
     del skipped["metadata"]["labels"]["operator.kyma-project.io/skip-reconciliation"]
     skipped["metadata"]["labels"]["operator.kyma-project.io/skip-reconciliation"] = "false"
     await world.control.apply(skipped)
 
     async def removed() -> bool:
-        return await world.get("Manifest", "k7-beta") is None
+        return await world.get("Manifest", module_object_name("k7", "beta")) is None
 
     await world.until(removed, "beta removed once the skip label is gone")
 
@@ -200,7 +205,7 @@ async def test_a_kyma_whose_remote_secret_is_gone_can_still_be_deleted(world: Wo
     async def gone() -> bool:
         return (
             await world.get("Kyma", "k11") is None
-            and await world.get("Manifest", "k11-beta") is None
+            and await world.get("Manifest", module_object_name("k11", "beta")) is None
         )
 
     await world.until(gone, "Kyma and Manifest gone although the remote cluster's Secret is")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.devcluster.processes import tied_to_parent
-from reconciler.model.lifecycle import API_VERSION
+from reconciler.model.lifecycle import API_VERSION, module_object_name
 from reconciler.util.polling import poll_until
 from tests.operator import modules
 from tests.operator.conftest import World
@@ -71,7 +71,9 @@ async def test_a_remote_edit_of_the_module_resource_reaches_the_remote_objects_w
         modules.kyma(world.namespace, "m1", "regular", [{"name": "alpha", "managed": True}])
     )
     await world.kyma_state("m1", "Ready")
-    config = await world.until(lambda: world.get("ModuleConfig", "m1-alpha"), "ModuleConfig")
+    config = await world.until(
+        lambda: world.get("ModuleConfig", module_object_name("m1", "alpha")), "ModuleConfig"
+    )
     assert config["spec"]["config"] == {"replicas": 1}
     assert config["spec"]["resource"]["metadata"] == {
         "name": "default-alpha",
@@ -93,11 +95,13 @@ async def test_a_remote_edit_of_the_module_resource_reaches_the_remote_objects_w
             return time.monotonic() - started
 
         async def configured() -> bool:
-            config = await world.get("ModuleConfig", "m1-alpha") or {}
+            config = await world.get("ModuleConfig", module_object_name("m1", "alpha")) or {}
             return bool(config.get("spec", {}).get("config", {}).get("message") == "hello")
 
         async def written() -> bool:
-            sync = await world.get("SyncResource", "m1-alpha-sync") or {}
+            sync = (
+                await world.get("SyncResource", f"{module_object_name('m1', 'alpha')}-sync") or {}
+            )
             objects = sync.get("spec", {}).get("objects") or [{}]
             return bool(objects[0].get("data", {}).get("message") == "hello")
 
@@ -113,7 +117,7 @@ async def test_a_remote_edit_of_the_module_resource_reaches_the_remote_objects_w
         f"remote edit -> ModuleConfig {config_at:.2f} s -> SyncResource {sync_at:.2f} s "
         f"-> remote object {elapsed:.2f} s"
     )
-    sync = await world.get("SyncResource", "m1-alpha-sync")
+    sync = await world.get("SyncResource", f"{module_object_name('m1', 'alpha')}-sync")
     assert sync is not None
     assert [o["state"] for o in sync["status"]["objects"]] == ["Applied"]
     assert elapsed <= LOOP_SECONDS
@@ -127,14 +131,17 @@ async def test_a_module_config_edited_by_someone_else_is_put_back(world: World) 
     await world.control.apply(
         modules.kyma(world.namespace, "m2", "regular", [{"name": "alpha", "managed": True}])
     )
-    await world.until(lambda: world.get("ModuleConfig", "m2-alpha"), "ModuleConfig")
-    path = f"/apis/{API_VERSION}/namespaces/{world.namespace}/moduleconfigs/m2-alpha"
+    await world.until(
+        lambda: world.get("ModuleConfig", module_object_name("m2", "alpha")), "ModuleConfig"
+    )
+    config_name = module_object_name("m2", "alpha")
+    path = f"/apis/{API_VERSION}/namespaces/{world.namespace}/moduleconfigs/{config_name}"
     await world.control.client.request(
         "PATCH", path, body={"spec": {"config": {"replicas": 9}}}, content_type=MERGE
     )
 
     async def restored() -> bool:
-        config = await world.get("ModuleConfig", "m2-alpha")
+        config = await world.get("ModuleConfig", module_object_name("m2", "alpha"))
         return (config or {}).get("spec", {}).get("config") == {"replicas": 1}
 
     await world.until(restored, "the ModuleConfig's spec copied from the remote again")

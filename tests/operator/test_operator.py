@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.model.lifecycle import API_VERSION, KYMA_FINALIZER, MANIFEST_FINALIZER
+from reconciler.model.lifecycle import (
+    API_VERSION,
+    KYMA_FINALIZER,
+    MANIFEST_FINALIZER,
+    module_object_name,
+)
 from tests.operator import modules
 from tests.operator.conftest import World
 
@@ -28,7 +33,7 @@ async def test_kyma_installs_upgrades_prunes_and_removes_modules_on_the_remote_c
         "beta": ("Ready", "1.0.0"),
     }
     assert KYMA_FINALIZER in kyma["metadata"]["finalizers"]
-    manifest = await world.get("Manifest", "k1-alpha")
+    manifest = await world.get("Manifest", module_object_name("k1", "alpha"))
     assert manifest is not None
     assert manifest["metadata"]["ownerReferences"][0]["name"] == "k1"
     assert manifest["metadata"]["labels"]["operator.kyma-project.io/module-name"] == "alpha"
@@ -70,7 +75,7 @@ async def test_kyma_installs_upgrades_prunes_and_removes_modules_on_the_remote_c
     await world.control.apply(modules.kyma(world.namespace, "k1", "regular", spec_modules[:1]))
 
     async def beta_gone() -> bool:
-        return await world.get("Manifest", "k1-beta") is None and (
+        return await world.get("Manifest", module_object_name("k1", "beta")) is None and (
             await world.remote_configmap("beta-a") is None
         )
 
@@ -88,7 +93,7 @@ async def test_kyma_installs_upgrades_prunes_and_removes_modules_on_the_remote_c
     async def all_gone() -> bool:
         return (
             await world.get("Kyma", "k1") is None
-            and await world.get("Manifest", "k1-alpha") is None
+            and await world.get("Manifest", module_object_name("k1", "alpha")) is None
             and await world.remote_configmap("alpha-a") is None
         )
 
@@ -110,7 +115,7 @@ async def test_missing_template_and_missing_secret_are_errors_that_recover_once_
     await world.control.apply(modules.release_meta(ns, "beta", {"regular": "1.0.0"}))
 
     async def secret_missing() -> dict[str, Any] | None:
-        manifest = await world.get("Manifest", "k2-beta")
+        manifest = await world.get("Manifest", module_object_name("k2", "beta"))
         status = (manifest or {}).get("status") or {}
         return manifest if status.get("state") == "Error" else None
 

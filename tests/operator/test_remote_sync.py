@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.model.lifecycle import API_VERSION, MANAGED_BY
+from reconciler.model.lifecycle import API_VERSION, MANAGED_BY, module_object_name
 from reconciler.operator.controllers.remote_merge import MAX_REMOTE_MODULES
 from tests.operator import modules
 from tests.operator.conftest import World
@@ -145,7 +145,7 @@ async def test_a_beta_module_is_refused_to_an_unlabelled_kyma_and_not_offered_re
     assert module["message"] == (
         "module beta is beta: offered only to Kymas labelled operator.kyma-project.io/beta=true"
     )
-    assert await world.get("Manifest", "r9-beta") is None
+    assert await world.get("Manifest", module_object_name("r9", "beta")) is None
 
     await world.until(lambda: remote_kyma(world), "the remote Kyma kyma-system/default")
 

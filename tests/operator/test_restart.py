@@ -12,16 +12,17 @@ from typing import Any
 
 from reconciler.devcluster.processes import tied_to_parent
 from reconciler.kube.cluster import Cluster
-from reconciler.model.lifecycle import API_VERSION
+from reconciler.model.lifecycle import API_VERSION, module_object_name
 from reconciler.operator.clusters.install import install_crds
 from tests.conftest import ClusterFactory, KubeTarget
 from tests.operator import modules
-from tests.operator.conftest import World
+from tests.operator.conftest import LOCAL_SOURCES_ENV, World
 
 ENV = {
     "RECONCILER_OPERATOR_BUSY_INTERVAL": "0.5",
     "RECONCILER_OPERATOR_ERROR_INTERVAL": "0.5",
     "RECONCILER_OPERATOR_ERROR_MAX_INTERVAL": "2",
+    **LOCAL_SOURCES_ENV,
 }
 
 
@@ -55,7 +56,7 @@ async def test_a_killed_operator_leaves_work_the_next_one_finishes(
         first = await _start(kube_cluster.kubeconfig, namespace)
 
         async def work_started() -> dict[str, Any] | None:
-            return await world.get("Manifest", "kr-alpha")
+            return await world.get("Manifest", module_object_name("kr", "alpha"))
 
         try:
             await world.until(work_started, "the first operator creating Manifests", timeout=60)
@@ -73,7 +74,9 @@ async def test_a_killed_operator_leaves_work_the_next_one_finishes(
         manifests = await control.list(
             await control.mapper.resolve(API_VERSION, "Manifest"), namespace=namespace
         )
-        assert sorted(m.name for m in manifests) == ["kr-alpha", "kr-beta"]
+        assert sorted(m.name for m in manifests) == sorted(
+            module_object_name("kr", m) for m in ("alpha", "beta")
+        )
         configmaps = await remote.list(
             await remote.mapper.resolve("v1", "ConfigMap"), namespace="kyma-system"
         )

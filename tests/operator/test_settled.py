@@ -15,10 +15,11 @@ from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import SettledRuns
 from tests.conftest import ClusterFactory, KubeTarget
 from tests.operator import modules
-from tests.operator.conftest import World
+from tests.operator.conftest import LOCAL_SOURCES, World
 from tests.operator.running import reconciles, running
 
 SETTINGS = OperatorSettings(
+    **LOCAL_SOURCES,  # type: ignore[arg-type]
     success_interval=0.3,
     verify_interval=600,
     busy_interval=0.3,

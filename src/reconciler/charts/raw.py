@@ -11,7 +11,7 @@ import httpx
 
 from reconciler.charts.layers import RawManifestLayers
 from reconciler.charts.manifests import split_documents, to_objects
-from reconciler.charts.sources import redact
+from reconciler.charts.policy import SourcePolicy, redact
 from reconciler.errors import ChartError
 from reconciler.model.kube_object import KubeObject
 
@@ -19,18 +19,28 @@ MAX_MANIFEST_BYTES = 32 * 1024 * 1024
 
 
 class RawManifests:
-    def __init__(self, *, timeout: float = 60.0, layers: RawManifestLayers | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = 60.0,
+        layers: RawManifestLayers | None = None,
+        policy: SourcePolicy | None = None,
+    ) -> None:
         self.timeout = timeout
         self.layers = layers or RawManifestLayers()
+        self.policy = policy or SourcePolicy()
+        """What may be fetched: checked before, and on every redirect (`charts/policy.py`)."""
 
     async def text(self, link: str) -> str:
         """The manifest's text, fetched anew (an OCI layer: from the layer cache)."""
+        self.policy.check("raw manifest", link)
         if link.startswith("oci://"):
             return await self.layers.text(link)
         if link.startswith(("http://", "https://")):
-            async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=True) as client:
+            async with httpx.AsyncClient(timeout=self.timeout) as client:
                 try:
-                    response = await client.get(link)
+                    async with self.policy.get_checked(client, "raw manifest", link) as response:
+                        await response.aread()
                 except httpx.HTTPError as exc:
                     raise ChartError(f"raw manifest {redact(link)}: {type(exc).__name__}") from None
             if response.status_code != 200:

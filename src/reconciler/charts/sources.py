@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import httpx
@@ -33,6 +33,7 @@ from reconciler.charts.archive import (
     sha256_file,
 )
 from reconciler.charts.oci import OciReference, is_loopback, parse_oci_reference
+from reconciler.charts.policy import SourcePolicy, redact
 from reconciler.errors import ChartError
 
 __all__ = ["ChartCache", "OciReference", "parse_oci_reference", "redact"]
@@ -48,13 +49,6 @@ class _SourceIndex(BaseModel):
     """`root/sources.json`: which digest each immutable remote source resolved to."""
 
     sources: dict[str, str] = {}
-
-
-def redact(url: str) -> str:
-    """The URL without user information or query (either may carry credentials)."""
-    parts = urlsplit(url)
-    netloc = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, netloc, parts.path, "", parts.fragment))
 
 
 class ChartCache:
@@ -80,13 +74,16 @@ class ChartCache:
         self._inflight: dict[str, asyncio.Task[Path]] = {}
         self._index_lock = asyncio.Lock()
 
-    async def fetch(self, source: str) -> Path:
-        """A local directory holding the chart `source` refers to (with its Chart.yaml)."""
+    async def fetch(self, source: str, policy: SourcePolicy | None = None) -> Path:
+        """A local directory holding the chart `source` refers to (with its Chart.yaml);
+        `policy`: what may be fetched (checked before, and on every redirect; default all)."""
+        policy = policy or SourcePolicy()
+        policy.check("chart source", source)
         if source.startswith("oci://"):
             return await self._once(source, lambda: self._fetch_oci(source))
         scheme = urlsplit(source).scheme
         if scheme in ("http", "https"):
-            return await self._once(source, lambda: self._fetch_http(source))
+            return await self._once(source, lambda: self._fetch_http(source, policy))
         if scheme == "file":
             return await self._fetch_local(source, Path(url2pathname(urlsplit(source).path)))
         if len(scheme) > 1:
@@ -143,7 +140,7 @@ class ChartCache:
         await asyncio.to_thread(cache_quota.touch, self.root / digest)
         return await asyncio.to_thread(find_chart_dir, self.root / digest, source=redact(source))
 
-    async def _fetch_http(self, url: str) -> Path:
+    async def _fetch_http(self, url: str, policy: SourcePolicy) -> Path:
         cached = await self._cached(url)
         if cached is not None:
             return cached
@@ -154,7 +151,7 @@ class ChartCache:
         archive = Path(name)
         try:
             with os.fdopen(fd, "wb") as stream:
-                digest = await self._download(url, shown, stream)
+                digest = await self._download(url, shown, stream, policy)
             if expected is not None and digest != expected:
                 raise ChartError(
                     f"chart source {shown}: sha256 {digest} does not match the expected {expected}"
@@ -165,13 +162,13 @@ class ChartCache:
         await self._remember(url, digest)
         return chart
 
-    async def _download(self, url: str, shown: str, stream: BinaryIO) -> str:
+    async def _download(self, url: str, shown: str, stream: BinaryIO, policy: SourcePolicy) -> str:
         """Stream `url` into `stream`; return the sha256 of what was received."""
         digest = hashlib.sha256()
         size = 0
-        client = self._http or httpx.AsyncClient(timeout=self._timeout, follow_redirects=True)
+        client = self._http or httpx.AsyncClient(timeout=self._timeout)
         try:
-            async with client.stream("GET", url) as response:
+            async with policy.get_checked(client, "chart source", url) as response:
                 if response.status_code >= 400:
                     raise ChartError(
                         f"chart source {shown}: HTTP {response.status_code} "

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from reconciler.charts.determinism import chart_varying_calls, varying_calls
+from reconciler.charts.policy import SourcePolicy
 from reconciler.charts.raw import RawManifests, objects_of
 from reconciler.charts.render import Capabilities, Renderer, default_renderer, tree_fingerprint
 from reconciler.charts.sources import ChartCache
@@ -58,10 +59,13 @@ class HelmChartProvider:
         cache: ChartCache,
         renderer: Renderer | None = None,
         raw: RawManifests | None = None,
+        policy: SourcePolicy | None = None,
     ) -> None:
         self.cache = cache
         self.renderer = renderer or default_renderer()
-        self.raw = raw or RawManifests()
+        self.policy = policy or SourcePolicy()
+        """What chart and raw-manifest links may be fetched (`charts/policy.py`)."""
+        self.raw = raw or RawManifests(policy=self.policy)
         self._varying: dict[str, bool] = {}
         """`may_vary` of a chart by its file-tree fingerprint: reading every file once per
         chart version, not once per release of it."""
@@ -80,7 +84,7 @@ class HelmChartProvider:
     ) -> list[KubeObject]:
         if task.component == CRDS_COMPONENT:
             return await self._crds(task, link)
-        chart_dir = await self.cache.fetch(link)
+        chart_dir = await self.cache.fetch(link, self.policy)
         values = chart_values(chart_dir, profile=task.profile, overrides=task.configuration)
         objects = await self.renderer.render(
             chart_dir,
@@ -124,7 +128,9 @@ class HelmChartProvider:
             cluster = ""
         else:
             roots, sources = [], [link]
-        roots += await asyncio.gather(*(self.cache.fetch(source) for source in sources))
+        roots += await asyncio.gather(
+            *(self.cache.fetch(source, self.policy) for source in sources)
+        )
         trees = await asyncio.to_thread(lambda: [tree_fingerprint(r) for r in roots])
         inputs = [
             __version__,
@@ -148,7 +154,7 @@ class HelmChartProvider:
             return False
         if varying_calls(json.dumps(task.configuration, default=str)):
             return True
-        chart_dir = await self.cache.fetch(task.source.link)
+        chart_dir = await self.cache.fetch(task.source.link, self.policy)
         return await asyncio.to_thread(self._chart_may_vary, chart_dir)
 
     def _chart_may_vary(self, chart_dir: Path) -> bool:

@@ -10,6 +10,7 @@ CRDs as long as it lives under a field marked "preserve unknown fields".
 from __future__ import annotations
 
 import enum
+import hashlib
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue
@@ -23,6 +24,19 @@ API_VERSION = f"{GROUP}/{VERSION}"
 
 KYMA_NAME = f"{GROUP}/kyma-name"
 MODULE_NAME = f"{GROUP}/module-name"
+
+
+def module_object_name(kyma: str, module: str) -> str:
+    """Name of a Kyma's Manifest and ModuleConfig for a module: `<kyma>-<module>-<hash>`, the
+    hash (8 hex digits of sha256 over `kyma/module`) telling apart pairs whose plain join is the
+    same (`t` + `api-gw`, `t-api` + `gw`); stable, at most 253 characters. Objects are found by
+    their labels (`KYMA_NAME`, `MODULE_NAME`), never by this name, so ones named otherwise
+    (`<kyma>-<module>`, before) are adopted."""
+    digest = hashlib.sha256(f"{kyma}/{module}".encode()).hexdigest()[:8]
+    prefix = f"{kyma}-{module}"[: 253 - len(digest) - 1].rstrip("-.")
+    return f"{prefix}-{digest}"
+
+
 CHANNEL = f"{GROUP}/channel"
 MANAGED_BY = f"{GROUP}/managed-by"
 SKIP_RECONCILIATION = f"{GROUP}/skip-reconciliation"

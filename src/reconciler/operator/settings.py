@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from reconciler.charts.policy import SourcePolicy
 
 
 class OperatorSettings(BaseSettings):
@@ -34,9 +37,26 @@ class OperatorSettings(BaseSettings):
     remote_sync: bool = True
     """Keep a Kyma `kyma-system/default`, the catalog and ModuleConfigs in sync with each remote
     cluster (off when many Kymas share one cluster, as the benchmark's do)."""
+    source_schemes: list[Literal["https", "http", "oci", "file"]] = ["https", "oci"]
+    """Schemes a module's chart or raw-manifest link (ModuleTemplate, Manifest) may use; every
+    redirect is checked against them again (`charts/policy.py`)."""
+    source_local_files: bool = False
+    """Whether such a link may name a file on the operator's host (a path, `file://`)."""
+    source_redirect_hosts: list[str] | None = []
+    """Hosts a link may redirect to besides its own ([]: none; unset (null): any)."""
     stop_timeout: float = Field(default=15.0, gt=0)
     """Seconds from SIGTERM/SIGINT until the process exits even if kopf's thread or a handler
     has not finished (exit code 1, logged): a stop must be bounded, as a pod's grace period is."""
+
+    def source_policy(self) -> SourcePolicy:
+        """The rule for what module links may be fetched (`file` only with local files)."""
+        schemes = {s for s in self.source_schemes if s != "file"}
+        hosts = self.source_redirect_hosts
+        return SourcePolicy(
+            frozenset(schemes | ({"file"} if self.source_local_files else set())),
+            self.source_local_files,
+            None if hosts is None else frozenset(hosts),
+        )
 
 
 def _default_identity() -> str:

@@ -8,7 +8,7 @@ import time
 from prometheus_client import generate_latest
 
 from reconciler.kube.client import FIELD_MANAGER
-from reconciler.model.lifecycle import API_VERSION
+from reconciler.model.lifecycle import API_VERSION, module_object_name
 from reconciler.operator.clusters.drift import own_write
 from tests.operator import modules
 from tests.operator.conftest import SETTINGS, World
@@ -59,7 +59,7 @@ async def test_an_edited_and_a_deleted_object_on_the_remote_cluster_are_reverted
 
     await world.remote.delete(edited)
     await world.until(reverted, "beta-a re-created", timeout=REVERT_WITHIN)
-    manifest = await world.get("Manifest", "k9-beta")
+    manifest = await world.get("Manifest", module_object_name("k9", "beta"))
     assert manifest is not None
     assert manifest["apiVersion"] == API_VERSION
 

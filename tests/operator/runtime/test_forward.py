@@ -22,9 +22,15 @@ from reconciler.operator.watcher.events import RemoteEvent
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.operator import modules
+from tests.operator.conftest import LOCAL_SOURCES
 from tests.operator.running import running
 
-SETTINGS = OperatorSettings(success_interval=600, busy_interval=0.5, error_interval=0.5)
+SETTINGS = OperatorSettings(
+    success_interval=600,
+    busy_interval=0.5,
+    error_interval=0.5,
+    **LOCAL_SOURCES,  # type: ignore[arg-type]
+)
 """The periodic requeue is far beyond the test's deadline: only the event can trigger it."""
 KYMA = "kyma-forwarded"
 

@@ -24,6 +24,7 @@ from reconciler.operator.settings import ShardSettings
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.operator import modules
+from tests.operator.conftest import LOCAL_SOURCES_ENV
 
 KYMAS = int(os.environ.get("SHARD_TEST_KYMAS", "200"))
 LEASE = 20.0
@@ -48,6 +49,7 @@ async def _operator(
         "RECONCILER_OPERATOR_SHARD_LEASE_DURATION": str(LEASE),
         "RECONCILER_OPERATOR_SHARD_RENEW_INTERVAL": str(RENEW),
         "RECONCILER_OPERATOR_SHARD_IDENTITY": identity,
+        **LOCAL_SOURCES_ENV,
     }
     reconciler = Path(sys.executable).with_name("reconciler")
     return await asyncio.create_subprocess_exec(

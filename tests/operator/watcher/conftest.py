@@ -60,10 +60,13 @@ def watcher_settings(namespace: str, **extra: object) -> WatcherSettings:
 
 
 @pytest.fixture
-async def plane(kube_cluster: KubeTarget, namespace: str, tmp_path: Path) -> AsyncIterator[Plane]:
+async def plane(
+    kube_cluster: KubeTarget, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Plane]:
+    """Extra watcher settings by indirect parametrization (`request.param`, a dict)."""
     async with await Cluster.connect(kube_cluster.kubeconfig) as control:
         await install_crds(control)
-        settings = watcher_settings(namespace)
+        settings = watcher_settings(namespace, **getattr(request, "param", {}))
         operator = Operator(control, ChartCache(tmp_path / "cache"), SETTINGS, settings)
         stop, ready = asyncio.Event(), asyncio.Event()
         task = asyncio.create_task(

@@ -32,6 +32,7 @@ from reconciler.model.lifecycle import (
     KymaSpec,
     Module,
     State,
+    module_object_name,
 )
 from reconciler.observability.logging import get_logger, log_state_change
 from reconciler.operator.catalog.resolve import CatalogError, Resolved, resolve, version_key
@@ -44,7 +45,8 @@ from reconciler.util.backoff import Backoff
 
 
 def manifest_name(kyma: str, module: str) -> str:
-    return f"{kyma}-{module}"
+    """A new Manifest's name (`model/lifecycle.py`); an existing one keeps its own."""
+    return module_object_name(kyma, module)
 
 
 def _tracking(kind: str, namespace: str, name: str) -> dict[str, Any]:
@@ -220,7 +222,11 @@ class KymaController:
             "apiVersion": API_VERSION,
             "kind": "Manifest",
             "metadata": {
-                "name": manifest_name(meta["name"], module.name),
+                "name": (
+                    current["metadata"]["name"]  # found by its labels: adopted, whatever its name
+                    if current is not None
+                    else manifest_name(meta["name"], module.name)
+                ),
                 "namespace": meta["namespace"],
                 "labels": {
                     KYMA_NAME: meta["name"],

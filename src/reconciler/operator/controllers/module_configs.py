@@ -23,6 +23,7 @@ from reconciler.model.lifecycle import (
     MANAGED_BY,
     MANAGER,
     MODULE_NAME,
+    module_object_name,
 )
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import Kind
@@ -49,7 +50,7 @@ def _config(kyma: Body, module: str, live: Body) -> Body:
         "apiVersion": API_VERSION,
         "kind": "ModuleConfig",
         "metadata": {
-            "name": f"{meta['name']}-{module}",
+            "name": module_object_name(meta["name"], module),  # old names: replaced below
             "namespace": meta["namespace"],
             "labels": {KYMA_NAME: meta["name"], MODULE_NAME: module, MANAGED_BY: MANAGER},
             "ownerReferences": [

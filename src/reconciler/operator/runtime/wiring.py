@@ -64,6 +64,8 @@ each. A change of the Kyma itself is not delayed."""
 CATALOG_DELAY = 0.5
 """Seconds a catalog change waits before it requeues the namespace's Kymas: a burst of template
 events (start-up's listing, a release) costs one pass over the Kymas, not one per event."""
+MAX_EVENT_KYMAS = 10_000
+"""Kymas whose latest event-triggered run is remembered (for coalescing) before old ones go."""
 
 SETTLING = frozenset({"Kyma", "Manifest", "RemoteKyma"})
 """Kinds whose periodic check is skipped while they are settled (`operator/settled.py`): a Kyma's
@@ -109,7 +111,7 @@ class Operator:
         self.control = ControlPlane(control)
         self.fleet = FleetIndex()
         self.targets = TargetClusters(self.control, control, self.fleet)
-        core = ComponentReconciler(HelmChartProvider(charts))
+        core = ComponentReconciler(HelmChartProvider(charts, policy=self.settings.source_policy()))
         self.queue = WorkQueue(self._handle, workers=self.settings.workers, part="operator-queue")
         self.drift = DriftWatch(self.queue.add)
         self.settled = SettledRuns(self.settings.verify_interval)
@@ -150,6 +152,8 @@ class Operator:
         self.forwarder = EventForwarder(self.control)
         self._seen: dict[Key, tuple[Any, ...]] = {}
         self._catalog_pending: set[str] = set()
+        self._event_runs: dict[tuple[str, str], float] = {}
+        """(namespace, Kyma) -> when its latest event-triggered run is due (monotonic)."""
         """Namespaces whose catalog changed, waiting `CATALOG_DELAY` to requeue their Kymas."""
         self._sync_kymas: dict[tuple[str, str], str] = {}
         """(namespace, SyncResource) -> its Kyma, from the watch: the shard it goes with."""
@@ -204,9 +208,22 @@ class Operator:
 
     def _remote_changed(self, event: RemoteEvent) -> None:
         """A watcher reported a change in the Kyma's remote cluster: look at the Kyma now, and
-        sync its remote side (the remote Kyma, a module custom resource)."""
-        self.queue.add(("Kyma", event.kyma_namespace, event.kyma_name))
-        self._sync_remote(event.kyma_namespace, event.kyma_name)
+        sync its remote side (the remote Kyma, a module custom resource). Coalesced per Kyma:
+        runs for events start at least `event_coalesce` seconds apart; an event within that
+        time joins the one pending requeue at its end (however many events arrive)."""
+        key = (event.kyma_namespace, event.kyma_name)
+        now, spacing = time.monotonic(), self.watcher.event_coalesce
+        last = self._event_runs.get(key)
+        if last is None or now >= last + spacing:
+            due = now  # the first event in a while: at once
+        else:
+            due = last if now <= last else last + spacing  # the pending one, or the next
+        if len(self._event_runs) > MAX_EVENT_KYMAS:  # forget Kymas without recent events
+            self._event_runs = {k: t for k, t in self._event_runs.items() if t > now - spacing}
+        self._event_runs[key] = due
+        self.queue.add(("Kyma", *key), due - now)
+        if self.settings.remote_sync:
+            self.queue.add(("RemoteKyma", *key), due - now)
 
     async def _forward_unless_mine(self, event: RemoteEvent) -> None:
         """The Kyma's shard is another process's: record the event on the Kyma for it."""
@@ -334,7 +351,7 @@ class Operator:
                 self.control.cluster, self.watcher.ca_namespace, self.watcher.ca_secret
             )
             self.remote_watchers = RemoteWatchers(self.watcher, ca)
-            self.listener = Listener(self.watcher, ca, self.control, self.events)
+            self.listener = Listener(self.watcher, ca, self.control, self.events, namespace)
         await self._prime_catalog(namespace)
         kopf = KopfThread(kubeconfig, namespace, self.watched(), self.settings.stop_timeout)
         kopf_done = kopf.start()

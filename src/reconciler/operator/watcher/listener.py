@@ -26,10 +26,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from reconciler.observability.logging import get_logger
+from reconciler.model.values import MAX_VALUE_DEPTH, nesting_depth
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.watcher.ca import CertificateAuthority
 from reconciler.operator.watcher.events import RemoteEvent, RemoteEvents
+from reconciler.operator.watcher.limits import RefusalLog, RuntimeBuckets, retry_after
 from reconciler.operator.watcher.serving import Server
 from reconciler.operator.watcher.settings import WatcherSettings
 from reconciler.web.tls import PEER_CERT, PeerCertificateProtocol
@@ -79,6 +80,45 @@ def runtime_of(kyma: dict[str, Any]) -> str:
     return str((meta.get("labels") or {}).get(RUNTIME_ID) or meta.get("name") or "")
 
 
+def reports_for(
+    kyma: dict[str, Any], runtime: str, kyma_namespace: str, watched: str | None
+) -> str | None:
+    """None when `runtime` may report for `kyma`, else why not: the Kyma is in the namespace
+    the operator watches (`watched`, None: all), and either its runtime-id label is `runtime`
+    or, unlabelled, it is named `runtime` in `kyma_namespace` (an unlabelled Kyma of that name
+    elsewhere is someone else's)."""
+    meta = kyma.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    if watched and namespace != watched:
+        return "the Kyma is not managed by this operator"
+    label = (meta.get("labels") or {}).get(RUNTIME_ID)
+    if label is not None:
+        return None if label == runtime else "the Kyma belongs to another runtime"
+    if meta.get("name") != runtime:
+        return "the Kyma belongs to another runtime"
+    if namespace != kyma_namespace:
+        return f"an unlabelled Kyma counts only in {kyma_namespace}"
+    return None
+
+
+def _parse(raw: bytes) -> WatchEvent | str:
+    """The event, or why not (naming the field)."""
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        return f"body: nested more than {MAX_VALUE_DEPTH} levels deep"
+    except (ValueError, UnicodeDecodeError):
+        return "body: not a JSON object"
+    if nesting_depth(data) > MAX_VALUE_DEPTH:
+        return f"body: nested more than {MAX_VALUE_DEPTH} levels deep"
+    try:
+        return WatchEvent.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else "body"
+        return f"{where}: {errors[0]['msg'] if errors else 'not a JSON object'}"
+
+
 def _common_name(cert: dict[str, Any] | None) -> str | None:
     for rdn in (cert or {}).get("subject", ()):
         for key, value in rdn:
@@ -104,10 +144,16 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
 
 
 def create_listener_app(
-    settings: WatcherSettings, control: ControlPlane, events: RemoteEvents
+    settings: WatcherSettings,
+    control: ControlPlane,
+    events: RemoteEvents,
+    watched: str | None = None,
 ) -> FastAPI:
+    """The listener's routes; `watched`: the one namespace the operator watches (None: all)."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    log = get_logger(part="watcher-listener")
+    buckets = RuntimeBuckets(settings.events_rate, settings.events_burst)
+    refusals = RefusalLog(settings.refusal_window)
+    app.state.refusals = refusals
 
     @app.post("/v2/{manager}/event")
     async def event(manager: str, request: Request) -> JSONResponse:
@@ -116,26 +162,29 @@ def create_listener_app(
         runtime = _common_name(request.scope.get("state", {}).get(PEER_CERT))
         if not runtime:
             return _error(401, "a client certificate is required")
+        refusals.tick()
+        wait = buckets.take(runtime)
+        if wait > 0:
+            refusals.refused(runtime, 429, reason="rate limit")
+            answer = _error(429, f"runtime {runtime} sends too many events: slow down")
+            answer.headers["Retry-After"] = retry_after(wait)
+            return answer
         raw = await _read_limited(request, settings.max_body)
         if raw is None:
             return _error(413, f"the event is larger than {settings.max_body} bytes")
-        try:
-            parsed = WatchEvent.model_validate(json.loads(raw))
-        except (ValueError, UnicodeDecodeError) as exc:
-            errors = exc.errors() if isinstance(exc, ValidationError) else None
-            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else "body"
-            problem = errors[0]["msg"] if errors else "not a JSON object"
-            return _error(400, f"{where}: {problem}")
+        parsed = _parse(raw)
+        if isinstance(parsed, str):
+            return _error(400, parsed)
         owner = parsed.owner or ObjectKey(namespace=settings.kyma_namespace, name=runtime)
         kyma = await control.get("Kyma", owner.namespace, owner.name)
-        if kyma is None or runtime_of(kyma) != runtime:
-            reason = "no such Kyma" if kyma is None else "the Kyma belongs to another runtime"
-            log.warning(
-                "watcher event refused",
-                runtime=runtime,
-                kyma=owner.name,
-                namespace=owner.namespace,
-                reason=reason,
+        reason = (
+            "no such Kyma"
+            if kyma is None
+            else reports_for(kyma, runtime, settings.kyma_namespace, watched)
+        )
+        if reason is not None:
+            refusals.refused(
+                runtime, 403, kyma=owner.name, namespace=owner.namespace, reason=reason
             )
             return _error(403, f"runtime {runtime} may not report for Kyma {owner.name}")
         events.publish(
@@ -164,10 +213,11 @@ class Listener:
         ca: CertificateAuthority,
         control: ControlPlane,
         events: RemoteEvents,
+        watched: str | None = None,
     ) -> None:
         self.settings = settings
         self.ca = ca
-        self.app = create_listener_app(settings, control, events)
+        self.app = create_listener_app(settings, control, events, watched)
         self._server: Server | None = None
 
     @property
@@ -214,3 +264,4 @@ class Listener:
         finally:
             server.should_exit = True
             await asyncio.gather(task, return_exceptions=True)
+            self.app.state.refusals.flush()

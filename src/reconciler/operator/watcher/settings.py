@@ -40,6 +40,17 @@ class WatcherSettings(BaseSettings):
     max_body: int = Field(default=16 * 1024, ge=256)
     """Largest event body the listener reads (bytes); more is refused with 413."""
 
+    events_rate: float = Field(default=5.0, gt=0)
+    """Events per second one runtime may send on average (a token bucket per runtime); more
+    are refused with 429 and `Retry-After`."""
+    events_burst: int = Field(default=50, ge=1)
+    """Events one runtime may send at once (the bucket's size)."""
+    refusal_window: float = Field(default=60.0, gt=0)
+    """Seconds over which refused events of one runtime are logged as one line and a count."""
+    event_coalesce: float = Field(default=0.25, ge=0)
+    """Seconds between runs of a Kyma for events: the first event in a while runs it at once,
+    every later one within this time joins one pending requeue at its end."""
+
     @property
     def enabled(self) -> bool:
         return self.listener_url is not None
