@@ -13,7 +13,7 @@ import typer
 import yaml
 
 from reconciler.cli.errors import failures
-from reconciler.errors import ReconcilerError
+from reconciler.errors import ApplyError, ReconcilerError
 from reconciler.kube.cluster import Cluster
 
 PrintOnly = Annotated[
@@ -48,20 +48,17 @@ class MissingCrdsError(ReconcilerError):
 
 
 async def require_crds(cluster: Cluster, crds: list[dict[str, Any]], command: str) -> None:
-    """Raise naming every CRD of `crds` the cluster does not have, and `command` to install
-    them."""
-    missing = [
-        crd["metadata"]["name"]
-        for crd in crds
-        if await cluster.get(
-            {
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": crd["metadata"]["name"]},
-            }
-        )
-        is None
-    ]
+    """Raise naming every CRD of `crds` the cluster does not serve, and `command` to install
+    them. Asks discovery, which any identity may read (a pod's service account may not read
+    CustomResourceDefinitions themselves)."""
+    missing = []
+    for crd in crds:
+        spec = crd["spec"]
+        version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+        try:
+            await cluster.mapper.resolve(f"{spec['group']}/{version}", spec["names"]["kind"])
+        except ApplyError:
+            missing.append(crd["metadata"]["name"])
     if missing:
         raise MissingCrdsError(
             f"the control plane lacks the CRD{'s' if len(missing) > 1 else ''} "
