@@ -13,6 +13,7 @@ import asyncio
 import copy
 import json
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -262,6 +263,16 @@ def test_an_admin_finds_the_blocked_component_disables_enables_and_rolls_back(
 RED = "rgb(180, 35, 24)"  # --bad of console.css
 
 
+def color_of(locator: Any) -> str:
+    """The element's computed colour now; an element the live update just replaced has none
+    (""), so it is read again from the new one, within a deadline."""
+    deadline = time.monotonic() + 5
+    color = ""
+    while not color and time.monotonic() < deadline:
+        color = str(locator.evaluate("e => e.isConnected ? getComputedStyle(e).color : ''"))
+    return color
+
+
 def health_of(served: ServedConsole, runtime_id: str) -> ClusterHealth:
     async def read(engine: Engine) -> ClusterHealth:
         return await engine.service.health(runtime_id)
@@ -292,7 +303,7 @@ def test_failing_is_red_through_the_retries_and_a_dead_cluster_is_deleted_then_f
     assert "health=failing" in page.url
     cell = page.locator('[data-health="rt-stuck"]')
     expect(cell).to_have_text("failing")
-    assert cell.evaluate("e => getComputedStyle(e).color") == RED
+    expect(cell).to_have_css("color", RED)
 
     # the cluster: failing at every moment of a whole retry cycle, never reconciling or blue
     fleet.get_by_role("link", name="rt-stuck").click()
@@ -304,7 +315,7 @@ def test_failing_is_red_through_the_retries_and_a_dead_cluster_is_deleted_then_f
     while health_of(served, "rt-stuck").evidence.consecutive_failures < start + 2:
         seen.add(health.inner_text())
         statuses.add(page.locator("#cluster-status").inner_text())
-        assert health.evaluate("e => getComputedStyle(e).color") == RED
+        assert color_of(health) == RED
         page.wait_for_timeout(250)
     assert seen == {"failing"}
     assert "reconciling" in statuses  # the retries did run, shown as such in the status
@@ -312,7 +323,7 @@ def test_failing_is_red_through_the_retries_and_a_dead_cluster_is_deleted_then_f
     expect(page.locator("#health-cause")).to_contain_text("0/1 replicas available")
     history_health = page.locator("#history .timeline li").first.locator(".health")
     expect(history_health).to_have_text("failing")
-    assert history_health.evaluate("e => getComputedStyle(e).color") == RED
+    expect(history_health).to_have_css("color", RED)
     shot(page, "failing")
 
     # the dead cluster: delete (confirmed), the delete cannot finish and says so, forget it
