@@ -61,9 +61,10 @@ async def test_a_flood_of_viewers_is_shed_and_never_starves_the_engine(
         assert codes.count(503) > 0
         assert all(a.headers.get("retry-after") == "1" for a in answers if a.status_code == 503)
         assert len(engine_checks) > 3  # it ran (a select each) all through the flood
-        # the engine's pool stays its own: what waits there is the event loop's turn, never a
-        # reader's connection (those wait in the API's pool, or are refused)
-        assert sorted(engine_checks)[len(engine_checks) // 2] < 0.2, engine_checks
+        # the engine's pool stays its own: what waits there is the event loop's turn (2,000
+        # requests share this loop: on a loaded machine that is several hundred ms), never a
+        # reader's connection (those wait in the API's pool, up to its 2 s, or are refused)
+        assert sorted(engine_checks)[len(engine_checks) // 2] < 1.0, engine_checks
         assert api.engine.db is not api.engine.api_db
 
         async def reconciled() -> bool:  # the engine's loops kept working all along
