@@ -87,7 +87,11 @@ async def live_objects_keep_the_sets_traits(kubeconfig: Path, workspace: Path) -
     env = loki.raw["spec"]["template"]["spec"]["containers"][0]["env"]
     assert [e["value"] for e in env if e["name"] == "LOG_LEVEL"] == ["debug"]
     assert prometheus is not None
-    assert prometheus.raw["spec"]["podMetadata"].get("annotations", {}) == {}
+    # the null annotation is dropped (server-side apply reads null as "remove"); the "" one is
+    # a value, stored as Kubernetes stores it
+    assert prometheus.raw["spec"]["podMetadata"]["annotations"] == {
+        "traffic.sidecar.istio.io/includeInboundPorts": ""
+    }
 
 
 def obj(api_version: str, kind: str, name: str, namespace: str) -> KubeObject:
