@@ -3,7 +3,8 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
-PYTEST_ARGS ?=
+# The slowest tests are listed at the end, so CI logs show where the time budget goes.
+PYTEST_ARGS ?= --durations=30
 
 .PHONY: help setup testbed lint typecheck test demo demo-infra demo-down clean image
 
