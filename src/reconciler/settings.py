@@ -21,34 +21,42 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
-from reconciler.api.settings import ApiSettings
-from reconciler.infra.settings import InfraSettings
 from reconciler.mothership.settings import Settings, SettingsError, read_mapping
-from reconciler.operator.settings import OperatorSettings, ShardSettings
-from reconciler.operator.watcher.settings import WatcherSettings
-from reconciler.remote.settings import ComponentSettings
+
+if TYPE_CHECKING:  # a group's module is imported when a process reads the group: `reconciler
+    # operator run` need not load the REST API's package (FastAPI, the console) for nothing
+    from reconciler.api.settings import ApiSettings
+    from reconciler.infra.settings import InfraSettings
+    from reconciler.operator.settings import OperatorSettings, ShardSettings
+    from reconciler.operator.watcher.settings import WatcherSettings
+    from reconciler.remote.settings import ComponentSettings
 
 MOTHERSHIP = "mothership"
 """The group whose keys stand at the file's top level (environment prefix `RECONCILER_`)."""
-GROUPS: dict[str, type[BaseSettings]] = {
-    MOTHERSHIP: Settings,
-    "api": ApiSettings,
-    "component": ComponentSettings,
-    "operator": OperatorSettings,
-    "operator_shard": ShardSettings,
-    "operator_watcher": WatcherSettings,
-    "infra": InfraSettings,
+GROUPS: dict[str, str] = {
+    MOTHERSHIP: "reconciler.mothership.settings:Settings",
+    "api": "reconciler.api.settings:ApiSettings",
+    "component": "reconciler.remote.settings:ComponentSettings",
+    "operator": "reconciler.operator.settings:OperatorSettings",
+    "operator_shard": "reconciler.operator.settings:ShardSettings",
+    "operator_watcher": "reconciler.operator.watcher.settings:WatcherSettings",
+    "infra": "reconciler.infra.settings:InfraSettings",
 }
 """Group name (its file section, its environment prefix after `RECONCILER_`) -> its class."""
 
-G = TypeVar("G", bound=BaseSettings)
+
+def group_class(name: str) -> type[BaseSettings]:
+    """The settings class of group `name` (its module imported now)."""
+    module, _, attribute = GROUPS[name].partition(":")
+    return cast("type[BaseSettings]", getattr(importlib.import_module(module), attribute))
 
 
 def env_name(group: str, key: str) -> str:
@@ -94,41 +102,41 @@ class ReconcilerSettings:
         source = f"settings file {path}" if path else "settings"
         return cls(sections, source=source, overrides=given)
 
-    def group(self, name: str, kind: type[G]) -> G:
-        """The group `name` (of class `kind`): its file section and overrides, then its
-        environment variables, then its defaults."""
+    def group(self, name: str) -> BaseSettings:
+        """The group `name`: its file section and overrides, then its environment variables,
+        then its defaults."""
         try:
-            return kind(**self._given.get(name, {}))
+            return group_class(name)(**self._given.get(name, {}))
         except ValidationError as exc:
             raise SettingsError(f"invalid {name} settings: {problems(name, exc)}") from None
 
     @functools.cached_property
     def mothership(self) -> Settings:
-        return self.group(MOTHERSHIP, Settings)
+        return cast("Settings", self.group(MOTHERSHIP))
 
     @functools.cached_property
     def api(self) -> ApiSettings:
-        return self.group("api", ApiSettings)
+        return cast("ApiSettings", self.group("api"))
 
     @functools.cached_property
     def component(self) -> ComponentSettings:
-        return self.group("component", ComponentSettings)
+        return cast("ComponentSettings", self.group("component"))
 
     @functools.cached_property
     def operator(self) -> OperatorSettings:
-        return self.group("operator", OperatorSettings)
+        return cast("OperatorSettings", self.group("operator"))
 
     @functools.cached_property
     def operator_shard(self) -> ShardSettings:
-        return self.group("operator_shard", ShardSettings)
+        return cast("ShardSettings", self.group("operator_shard"))
 
     @functools.cached_property
     def operator_watcher(self) -> WatcherSettings:
-        return self.group("operator_watcher", WatcherSettings)
+        return cast("WatcherSettings", self.group("operator_watcher"))
 
     @functools.cached_property
     def infra(self) -> InfraSettings:
-        return self.group("infra", InfraSettings)
+        return cast("InfraSettings", self.group("infra"))
 
 
 def read_file(path: Path) -> dict[str, dict[str, Any]]:
@@ -150,7 +158,7 @@ def read_file(path: Path) -> dict[str, dict[str, Any]]:
 def _check_keys(source: str, group: str, values: Mapping[str, Any]) -> None:
     if group not in GROUPS:
         raise SettingsError(f"{source}: unknown settings group {group}")
-    known = list(GROUPS[group].model_fields)
+    known = list(group_class(group).model_fields)
     for key in values:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
@@ -239,13 +247,15 @@ COMPUTED = {
 def reference() -> str:
     """The settings reference page (markdown), from the groups' fields and their docstrings."""
     lines = [REFERENCE_HEADER.rstrip("\n")]
-    for name, kind in GROUPS.items():
+    for name in GROUPS:
+        kind = group_class(name)
         section = "(top level)" if name == MOTHERSHIP else f"`{name}`"
         variables = f"`{env_name(name, '')}*`"
         used_by, about = ROLES[name]
         where = f"`{kind.__module__}.{kind.__name__}`"
         lines.append(f"| {section} | {variables} | {used_by} | {about} | {where} |")
-    for name, kind in GROUPS.items():
+    for name in GROUPS:
+        kind = group_class(name)
         title = "mothership (top level)" if name == MOTHERSHIP else name
         lines += ["", f"## {title}", ""]
         lines += ["| key | variable | type | default | meaning |", "|---|---|---|---|---|"]
