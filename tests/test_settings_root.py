@@ -109,3 +109,6 @@ def test_the_commands_name_a_bad_key_or_value_in_one_line(
     result = runner.invoke(app, ["settings", "check", str(good), "-g", "mothership", "-g", "api"])
     assert result.exit_code == 0, result.output
     assert "settings ok" in result.output
+    # by default the groups the file names (and the mothership's): not the invalid infra env,
+    # nor the component reconcilers' missing token
+    assert runner.invoke(app, ["settings", "check", str(good)]).exit_code == 0

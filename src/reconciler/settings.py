@@ -102,6 +102,11 @@ class ReconcilerSettings:
         source = f"settings file {path}" if path else "settings"
         return cls(sections, source=source, overrides=given)
 
+    @property
+    def given(self) -> list[str]:
+        """The groups the file (or the overrides) gives keys of, in `GROUPS`' order."""
+        return [name for name in GROUPS if name in self._given]
+
     def group(self, name: str) -> BaseSettings:
         """The group `name`: its file section and overrides, then its environment variables,
         then its defaults."""

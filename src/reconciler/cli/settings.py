@@ -39,17 +39,18 @@ def check(
             "--group",
             "-g",
             metavar="NAME",
-            help="Check only this group (repeatable): mothership, api, component, operator,"
-            " operator_shard, operator_watcher or infra. Default: all.",
+            help="Check this group (repeatable): mothership, api, component, operator,"
+            " operator_shard, operator_watcher or infra. Default: the mothership's and every"
+            " group the file has a section for.",
         ),
     ] = None,
 ) -> None:
     """Check a settings file and the RECONCILER_* variables as the processes would read them
     (exit 2 with one line naming the first problem)."""
-    from reconciler.settings import GROUPS
+    from reconciler.settings import GROUPS, MOTHERSHIP
 
     root = load_settings(config)
-    for name in group or list(GROUPS):
+    for name in group or dict.fromkeys([MOTHERSHIP, *root.given]):
         if name not in GROUPS:
             raise fail(f"unknown group {name}: one of {', '.join(GROUPS)}", BAD_INPUT)
         settings_of(lambda name=name: getattr(root, name))  # type: ignore[misc]

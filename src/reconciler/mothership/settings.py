@@ -178,6 +178,8 @@ def read_mapping(path: Path) -> dict[str, Any]:
         loaded = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise SettingsError(f"settings file {path} does not exist") from None
+    except OSError as exc:
+        raise SettingsError(f"cannot read settings file {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise SettingsError(f"settings file {path} is not valid YAML: {exc}") from None
     if loaded is None:
