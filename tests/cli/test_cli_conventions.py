@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import typer.main
 from typer.core import TyperOption
 from typer.testing import CliRunner
 
+from reconciler.cli import components
 from reconciler.cli.main import app
 from reconciler.version import __version__
 from tests.cli.test_deploy_cli import EXAMPLES, invoke
@@ -47,3 +49,39 @@ def test_version_option_prints_the_version_alone() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0
     assert result.output == f"{__version__}\n"
+
+
+def test_one_output_vocabulary_with_the_old_name_still_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`-o table|json` everywhere (`wide` too for the admin tables); `text`, what deploy and
+    dev-cluster called their table before, is read as `table` so scripts keep working."""
+    seen: list[str] = []
+    monkeypatch.setattr(
+        components, "_run_set", lambda _type, options, **_: seen.append(options.output)
+    )
+    for given, read in (("text", "table"), ("table", "table"), ("json", "json")):
+        assert invoke("deploy", "-w", str(EXAMPLES), "-o", given).exit_code == 0
+        assert seen.pop() == read
+    refused = invoke("delete", "-w", str(EXAMPLES), "-o", "yaml")
+    assert refused.exit_code == 2
+    assert "'yaml' is not one of table, json" in refused.output
+    for path in (("deploy",), ("dev-cluster", "status"), ("cluster", "list")):
+        shown = CliRunner().invoke(app, [*path, "--help"], terminal_width=200).output
+        assert "[table|" in shown, path
+        assert "[text|" not in shown, path
+
+
+def test_the_kyma_version_is_not_the_programs_version() -> None:
+    shown = CliRunner().invoke(app, ["template", "--help"], terminal_width=200).output
+    assert "--kyma-version" in shown
+    assert "--version " not in shown  # the old spelling works, but is not offered
+    old = invoke("template", "-w", str(EXAMPLES), "-c", "istio", "--version", "1.2.3")
+    assert old.exit_code == 0, old.output
+    assert "--version is deprecated here: use --kyma-version" in old.output
+    new = invoke("template", "-w", str(EXAMPLES), "-c", "istio", "--kyma-version", "1.2.3")
+    assert new.exit_code == 0
+    assert "deprecated" not in new.output
+    both = invoke("template", "-w", str(EXAMPLES), "--version", "1", "--kyma-version", "2")
+    assert both.exit_code == 2
+    assert "give one" in both.output

@@ -34,7 +34,7 @@ def test_help_names_values_not_python_types(path: tuple[str, ...]) -> None:
 def test_choices_and_value_names_are_shown() -> None:
     result = CliRunner().invoke(app, ["deploy", "--help"], terminal_width=200)
 
-    assert "[text|json]" in result.output
+    assert "[table|json]" in result.output
     assert re.search(r"--kubeconfig\s+PATH", result.output)
     assert re.search(r"--value\s+KEY=VALUE", result.output)
     assert re.search(r"--help\s+Show this message", result.output)  # a flag: no value

@@ -170,11 +170,34 @@ async def test_helm_renders_the_same_objects_as_the_project() -> None:
 
 def test_chart_crds_are_the_operators_and_the_infrastructure_managers() -> None:
     """Generated from the models (`reconciler operator|infra install-crds --print`): kept equal."""
-    crds = CHART / "crds"
+    crds = CHART / "files" / "crds"
     operator = list(yaml.safe_load_all((crds / "operator.kyma-project.io.yaml").read_text()))
     assert operator == all_crds()
     infra = (crds / "infrastructuremanager.kyma-project.io.yaml").read_text()
     assert list(yaml.safe_load_all(infra)) == infra_crds()
+    assert not (CHART / "crds").exists()  # Helm would install those whatever the values say
+
+
+async def test_a_roles_crds_come_only_with_the_role_and_outlive_it() -> None:
+    """The operator's and the infrastructure manager's CRDs are rendered only when that role is
+    on, each annotated `helm.sh/resource-policy: keep`: turning the role off later (or
+    uninstalling) leaves them and the users' custom resources in place."""
+    generated = {crd["metadata"]["name"]: crd for crd in [*all_crds(), *infra_crds()]}
+    operator_crds = {crd["metadata"]["name"] for crd in all_crds()}
+    cases = [
+        ({}, set()),
+        ({"operator": {"enabled": True}}, operator_crds),
+        (
+            {"infrastructureManager": {"enabled": True, "gardenKubeconfigSecret": "g"}},
+            set(generated) - operator_crds,
+        ),
+    ]
+    for values, expected in cases:
+        crds = by_kind(await render(merged(MINIMAL, values)), "CustomResourceDefinition")
+        assert {crd["metadata"]["name"] for crd in crds} == expected, values
+        for crd in crds:
+            assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+            assert crd["spec"] == generated[crd["metadata"]["name"]]["spec"]
 
 
 def test_deploy_directory_is_a_workspace_naming_the_chart() -> None:
@@ -187,31 +210,59 @@ def test_deploy_directory_is_a_workspace_naming_the_chart() -> None:
 async def test_reconciler_deploy_installs_the_chart_from_the_deploy_workspace(
     kube_cluster: KubeTarget, namespace: str, tmp_path: Path
 ) -> None:
+    """Installed with the infrastructure manager on, then again with it off: its Deployment is
+    pruned, its CRDs (`helm.sh/resource-policy: keep`) stay, and with them users' Runtimes."""
     components = tmp_path / "components.yaml"
     components.write_text(
         yaml.safe_dump(
             {"defaultNamespace": namespace, "components": [{"name": "reconciler", "url": "chart"}]}
         )
     )
-    result = await invoke_async(
-        "deploy",
-        "--kubeconfig", str(kube_cluster.kubeconfig),
-        "--workspace", str(REPO / "deploy"),
-        "--components", str(components),
-        "-c", "reconciler",
-        "--value", "reconciler.image.repository=registry.example/reconciler",
-        "--value", "reconciler.mothership.auth.tokensSecret=reconciler-tokens",
-        "--no-wait",
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
+
+    async def deploy(*values: str) -> None:
+        result = await invoke_async(
+            "deploy",
+            "--kubeconfig", str(kube_cluster.kubeconfig),
+            "--workspace", str(REPO / "deploy"),
+            "--components", str(components),
+            "-c", "reconciler",
+            "--value", "reconciler.image.repository=registry.example/reconciler",
+            "--value", "reconciler.mothership.auth.tokensSecret=reconciler-tokens",
+            *(part for value in values for part in ("--value", value)),
+            "--no-wait",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+
+    def named(api_version: str, kind: str, name: str, ns: str | None = None) -> dict[str, Any]:
+        return {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"name": name, "namespace": ns},
+        }
+
+    crd = named(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "runtimes.infrastructuremanager.kyma-project.io",
+    )
+    infra = named("apps/v1", "Deployment", "reconciler-infra", namespace)
+    await deploy(
+        "reconciler.infrastructureManager.enabled=true",
+        "reconciler.infrastructureManager.gardenKubeconfigSecret=garden",
+    )
+    async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
+        assert await cluster.get(infra) is not None
+        installed = await cluster.get(crd)
+        assert installed is not None
+        assert installed.raw["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+    await deploy()
     async with await Cluster.connect(kube_cluster.kubeconfig) as cluster:
         deployment = await cluster.get(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "reconciler-mothership", "namespace": namespace},
-            }
+            named("apps/v1", "Deployment", "reconciler-mothership", namespace)
         )
+        assert await cluster.get(infra) is None  # the role's objects went
+        assert await cluster.get(crd) is not None  # its CRD did not
     assert deployment is not None
     image = deployment.raw["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == "registry.example/reconciler:0.1.0"

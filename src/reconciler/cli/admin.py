@@ -14,8 +14,9 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -23,6 +24,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from reconciler.cli.errors import BAD_INPUT, fail
+from reconciler.cli.options import Command, output_option, shared_options
 from reconciler.errors import ReconcilerError
 from reconciler.model.status import ClusterStatus
 
@@ -55,8 +57,7 @@ CaFile = Annotated[
     str | None, typer.Option("--ca-file", envvar="RECONCILER_CA_FILE", help="CA bundle (TLS).")
 ]
 Output = Annotated[
-    Literal["table", "wide", "json"],
-    typer.Option("--output", "-o", help="table, wide (more columns) or json."),
+    str, output_option(("table", "wide", "json"), "table, wide (more columns) or json.")
 ]
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -102,6 +103,31 @@ def _call(
             message = response.text
         raise fail(f"{response.status_code}: {message}")
     return response.json() if response.content else None
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the mothership's API is and how to authenticate: the options every admin command
+    shares (`api_command`)."""
+
+    url: str = DEFAULT_URL
+    token: str | None = None
+    token_file: Path | None = None
+    ca_file: str | None = None
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The JSON answer of `method path` (an error answer or no answer: exit 1, named)."""
+        bearer = _bearer(self.token, self.token_file)
+        return _call(method, self.url, path, bearer, self.ca_file, **kwargs)
+
+
+_CONNECTION = {"url": Url, "token": Token, "token_file": TokenFile, "ca_file": CaFile}
+
+
+def api_command(command: Command) -> Command:
+    """Give `command(..., api: Connection)` the connection options (`--url`, `--token`,
+    `--token-file`, `--ca-file`, after its own), declared once, here."""
+    return shared_options(Connection, _CONNECTION, _CONNECTION, param="api", first=False)(command)
 
 
 WHOLE = frozenset(
@@ -168,15 +194,13 @@ def _cause(health: dict[str, Any]) -> str:
 
 
 @cluster_app.command("list")
+@api_command
 def cluster_list(
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    token_file: TokenFile = None,
-    ca_file: CaFile = None,
+    api: Connection,
     output: Output = "table",
 ) -> None:
     """All clusters with health, status and versions (failing ones with their root cause)."""
-    data = _call("GET", url, "/v1/clusters", _bearer(token, token_file), ca_file)
+    data = api.call("GET", "/v1/clusters")
     wide = output == "wide"
     columns = ["runtime", "health", "status", "config v", "status since", "failing"]
     table = Table(*columns, *(["root cause", "last success"] if wide else []))
@@ -197,7 +221,9 @@ def cluster_list(
 
 
 @cluster_app.command("register")
+@api_command
 def cluster_register(
+    api: Connection,
     runtime_id: str,
     kubeconfig: Annotated[Path, typer.Option("--kubeconfig", help="Kubeconfig of the cluster.")],
     workspace: Annotated[
@@ -219,10 +245,6 @@ def cluster_register(
             help="Values profile the charts define (profile-NAME.yaml).",
         ),
     ] = "evaluation",
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    token_file: TokenFile = None,
-    ca_file: CaFile = None,
     output: Output = "table",
     wait: Annotated[
         bool,
@@ -257,11 +279,10 @@ def cluster_register(
         "metadata": {},
         "kubeconfig": text,
     }
-    bearer = _bearer(token, token_file)
-    data = _call("POST", url, "/v1/clusters", bearer, ca_file, json=body)
+    data = api.call("POST", "/v1/clusters", json=body)
     if wait:
         version = data["configurationVersion"]
-        data = _wait_checked(runtime_id, version, _evidence(data), url, bearer, ca_file, timeout)
+        data = _wait_checked(api, runtime_id, version, _evidence(data), timeout)
     table = Table("runtime", "health", "status", "config v", "status URL")
     table.add_row(
         data["cluster"],
@@ -284,12 +305,10 @@ def _evidence(data: Any) -> tuple[Any, ...]:
 
 
 def _wait_checked(
+    api: Connection,
     runtime_id: str,
     config_version: int,
     before: tuple[Any, ...],
-    url: str,
-    token: str | None,
-    ca_file: str | None,
     timeout: float,
     interval: float = 2.0,
 ) -> Any:
@@ -299,7 +318,7 @@ def _wait_checked(
     deadline = time.monotonic() + timeout
     path = f"/v1/clusters/{runtime_id}/status"
     while True:
-        data = _call("GET", url, path, token, ca_file)
+        data = api.call("GET", path)
         health = _health(data)
         checked = health.get("checkedConfigVersion") or 0
         finished = checked >= config_version and _evidence(data) != before
@@ -316,12 +335,10 @@ def _wait_checked(
 
 
 @cluster_app.command("status")
+@api_command
 def cluster_status(
+    api: Connection,
     runtime_id: str,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    token_file: TokenFile = None,
-    ca_file: CaFile = None,
     output: Output = "table",
     watch: Annotated[
         bool, typer.Option("--watch", "-w", help="Keep polling; print a line at each change.")
@@ -338,16 +355,15 @@ def cluster_status(
 ) -> None:
     """Health and status of one cluster: a failing one with since when, how many runs in a
     row and the root cause; `--watch` prints a line at each change until stopped."""
-    bearer = _bearer(token, token_file)
     path = f"/v1/clusters/{runtime_id}/status"
     if not watch:
-        data = _call("GET", url, path, bearer, ca_file)
+        data = api.call("GET", path)
         _print(data, output, _status_table(data, wide=output == "wide"))
         return
     deadline = None if timeout is None else time.monotonic() + timeout
     seen: tuple[Any, ...] | None = None
     while True:
-        data = _call("GET", url, path, bearer, ca_file)
+        data = api.call("GET", path)
         health = _health(data)
         now = (data["status"], health.get("health"), health.get("consecutiveFailures"))
         if now != seen:
@@ -386,24 +402,15 @@ def _status_table(data: Any, *, wide: bool) -> Table:
 
 
 @cluster_app.command("history")
+@api_command
 def cluster_history(
+    api: Connection,
     runtime_id: str,
     offset: Annotated[str, typer.Option(help="How far back, e.g. 24h, 168h.")] = "168h",
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    token_file: TokenFile = None,
-    ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
     """Status changes of one cluster, newest first."""
-    data = _call(
-        "GET",
-        url,
-        f"/v1/clusters/{runtime_id}/statusChanges",
-        _bearer(token, token_file),
-        ca_file,
-        params={"offset": offset},
-    )
+    data = api.call("GET", f"/v1/clusters/{runtime_id}/statusChanges", params={"offset": offset})
     table = Table("started", "health", "status", "duration", "config v")
     for change in data["statusChanges"]:
         table.add_row(
@@ -423,24 +430,15 @@ def _config_version(version: int | None, restored_from: int | None) -> str:
 
 
 @cluster_app.command("configs")
+@api_command
 def cluster_configs(
+    api: Connection,
     runtime_id: str,
     last: Annotated[int, typer.Option(help="Only the newest N.")] = 20,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    token_file: TokenFile = None,
-    ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
     """Configuration versions of one cluster, newest first; rollbacks name their source."""
-    data = _call(
-        "GET",
-        url,
-        f"/v1/clusters/{runtime_id}/configs",
-        _bearer(token, token_file),
-        ca_file,
-        params={"last": last},
-    )
+    data = api.call("GET", f"/v1/clusters/{runtime_id}/configs", params={"last": last})
     table = Table("config v", "created", "kyma version", "profile", "cluster v")
     for item in data:
         table.add_row(
@@ -454,26 +452,18 @@ def cluster_configs(
 
 
 @cluster_app.command("rollback")
+@api_command
 def cluster_rollback(
+    api: Connection,
     runtime_id: str,
     to: Annotated[
         int, typer.Option("--to", min=1, help="The configuration version to go back to.")
     ],
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    token_file: TokenFile = None,
-    ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
     """Reconcile a cluster to an earlier configuration version (stored as a new version that
     names it; admin role). See `cluster configs` for the versions."""
-    data = _call(
-        "POST",
-        url,
-        f"/v1/clusters/{runtime_id}/config/{to}/restore",
-        _bearer(token, token_file),
-        ca_file,
-    )
+    data = api.call("POST", f"/v1/clusters/{runtime_id}/config/{to}/restore")
     table = Table("runtime", "status", "config v", "status URL")
     table.add_row(
         data["cluster"],
@@ -484,12 +474,8 @@ def cluster_rollback(
     _print(data, output, table)
 
 
-def _set_status(
-    runtime_id: str, status: str, url: str, token: str | None, ca_file: str | None, output: str
-) -> None:
-    data = _call(
-        "PUT", url, f"/v1/clusters/{runtime_id}/status", token, ca_file, json={"status": status}
-    )
+def _set_status(runtime_id: str, status: str, api: Connection, output: str) -> None:
+    data = api.call("PUT", f"/v1/clusters/{runtime_id}/status", json={"status": status})
     table = Table("runtime", "status", "health")
     table.add_row(data["cluster"], data["status"], _health(data).get("summary", ""))
     _print(data, output, table)
@@ -499,17 +485,14 @@ def _status_command(status: str, help_text: str) -> Callable[..., None]:
     """One of `disable` / `enable` / `reconcile`: PUT /v1/clusters/{id}/status."""
 
     def command(
+        api: Connection,
         runtime_id: str,
-        url: Url = DEFAULT_URL,
-        token: Token = None,
-        token_file: TokenFile = None,
-        ca_file: CaFile = None,
         output: Output = "table",
     ) -> None:
-        _set_status(runtime_id, status, url, _bearer(token, token_file), ca_file, output)
+        _set_status(runtime_id, status, api, output)
 
     command.__doc__ = help_text
-    return command
+    return api_command(command)
 
 
 for _name, _status, _help in (
@@ -526,7 +509,9 @@ for _name, _status, _help in (
 
 
 @cluster_app.command("delete")
+@api_command
 def cluster_delete(
+    api: Connection,
     runtime_id: str,
     forget: Annotated[
         bool,
@@ -542,33 +527,23 @@ def cluster_delete(
             "--yes", help="With --forget: forget it even though it is healthy (it answers)."
         ),
     ] = False,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    token_file: TokenFile = None,
-    ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
     """Delete a cluster: uninstall its components (a delete run), or with --forget remove a
     cluster whose infrastructure is gone (refused while it is healthy, unless --yes)."""
-    bearer = _bearer(token, token_file)
     if forget:
-        data = _call(
-            "POST",
-            url,
-            f"/v1/clusters/{runtime_id}/forget",
-            bearer,
-            ca_file,
-            json={"confirm": yes},
-        )
+        data = api.call("POST", f"/v1/clusters/{runtime_id}/forget", json={"confirm": yes})
     else:
-        data = _call("DELETE", url, f"/v1/clusters/{runtime_id}", bearer, ca_file)
+        data = api.call("DELETE", f"/v1/clusters/{runtime_id}")
     table = Table("runtime", "status", "health")
     table.add_row(data["cluster"], data["status"], _health(data).get("summary", ""))
     _print(data, output, table)
 
 
 @reconciliation_app.command("list")
+@api_command
 def reconciliation_list(
+    api: Connection,
     runtime_id: Annotated[
         list[str] | None, typer.Option("--runtime-id", help="Only this cluster's (repeatable).")
     ] = None,
@@ -579,10 +554,6 @@ def reconciliation_list(
         ),
     ] = None,
     last: Annotated[int | None, typer.Option(help="Only the newest N.")] = None,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    token_file: TokenFile = None,
-    ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
     """Reconciliations, newest first."""
@@ -590,9 +561,7 @@ def reconciliation_list(
     params += [("status", s.value) for s in status or []]
     if last:
         params.append(("last", str(last)))
-    data = _call(
-        "GET", url, "/v1/reconciliations", _bearer(token, token_file), ca_file, params=params
-    )
+    data = api.call("GET", "/v1/reconciliations", params=params)
     table = Table("scheduling id", "runtime", "status", "finished", "created")
     for item in data:
         table.add_row(
@@ -606,20 +575,16 @@ def reconciliation_list(
 
 
 @reconciliation_app.command("info")
+@api_command
 def reconciliation_info(
+    api: Connection,
     scheduling_id: str,
-    url: Url = DEFAULT_URL,
-    token: Token = None,
-    token_file: TokenFile = None,
-    ca_file: CaFile = None,
     output: Output = "table",
 ) -> None:
     """One reconciliation with its operations: state, duration, retries; for a component
     still running or failed, why (reason) and the object that keeps it from being ready
     ("blocked by"). `-o wide` adds the correlation IDs."""
-    data = _call(
-        "GET", url, f"/v1/reconciliations/{scheduling_id}/info", _bearer(token, token_file), ca_file
-    )
+    data = api.call("GET", f"/v1/reconciliations/{scheduling_id}/info")
     wide = output == "wide"
     if output != "json":
         typer.echo(f"{data['schedulingID']}  {data['status']}  finished={data['finished']}")

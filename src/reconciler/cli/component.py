@@ -1,6 +1,7 @@
 """`reconciler component serve`: run one component reconciler service until SIGTERM.
 
-Settings come from `RECONCILER_COMPONENT_*` variables; the options here override the common ones.
+Settings come from the `component` section of `--config` and `RECONCILER_COMPONENT_*` variables;
+the options here override both.
 The token is read from a file (never from the command line, where `ps` would show it). uvicorn
 handles SIGINT/SIGTERM: it stops accepting, then the app's shutdown cancels running tasks and
 sends their `failed` callbacks before the process exits.
@@ -13,10 +14,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
 from reconciler.cli.errors import BAD_INPUT, fail, failures
-from reconciler.cli.options import LogLevel
+from reconciler.cli.options import ConfigFile, LogLevel, load_settings, settings_of
 from reconciler.observability.logging import configure_logging
 from reconciler.remote.settings import ComponentSettings
 
@@ -28,15 +28,10 @@ def _group() -> None:
     """Component reconciler service (worker side of the internal API)."""
 
 
-def _settings(overrides: dict[str, Any]) -> ComponentSettings:
-    try:
-        return ComponentSettings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
-            for err in exc.errors(include_input=False)
-        )
-        raise fail(problems, BAD_INPUT) from None
+def _settings(config: Path | None, overrides: dict[str, Any]) -> ComponentSettings:
+    """The `component` group of the settings root (options over file over environment)."""
+    root = load_settings(config, component=overrides)
+    return settings_of(lambda: root.component)
 
 
 @app.command()
@@ -56,6 +51,7 @@ def serve(
     cert_file: Annotated[Path | None, typer.Option(help="TLS certificate to serve.")] = None,
     key_file: Annotated[Path | None, typer.Option(help="TLS key of --cert-file.")] = None,
     log_level: LogLevel = "info",
+    config: ConfigFile = None,
 ) -> None:
     """Serve POST /v1/run, /health/live, /health/ready and /metrics until stopped."""
     configure_logging(json_lines=True, level=log_level)
@@ -66,6 +62,7 @@ def serve(
         except OSError as exc:
             raise fail(f"token file {token_file}: {exc.strerror}", BAD_INPUT) from None
     settings = _settings(
+        config,
         {
             "components": components,
             "workers": workers,
@@ -73,7 +70,7 @@ def serve(
             "token": token,
             "cert_file": cert_file,
             "key_file": key_file,
-        }
+        },
     )
     import uvicorn  # the service stack loads only for this command (fast CLI start-up)
 
@@ -81,7 +78,7 @@ def serve(
 
     with failures():
         application = create_app(settings)
-    config = uvicorn.Config(
+    server_config = uvicorn.Config(
         application,
         host=host,
         port=port,
@@ -95,4 +92,4 @@ def serve(
         ssl_cert_reqs=ssl.CERT_REQUIRED if settings.client_ca_file else ssl.CERT_NONE,
         timeout_graceful_shutdown=int(settings.shutdown_timeout) + 5,
     )
-    uvicorn.Server(config).run()
+    uvicorn.Server(server_config).run()

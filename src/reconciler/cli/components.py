@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import json
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 
@@ -22,7 +20,8 @@ from reconciler.charts.sources import ChartCache
 from reconciler.charts.values import check_profile, read_values_file
 from reconciler.charts.workspace import Workspace
 from reconciler.cli import summary
-from reconciler.cli.errors import BAD_INPUT, FAILED, INTERRUPTED, err, failures
+from reconciler.cli.errors import BAD_INPUT, FAILED, INTERRUPTED, err, fail, failures
+from reconciler.cli.options import Command, output_option, shared_options
 from reconciler.cli.summary import LogLines
 from reconciler.core.actions import ActionRegistry
 from reconciler.core.charts import HelmChartProvider
@@ -78,14 +77,31 @@ ValuesFiles = Annotated[
 ]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds per component.")]
 Output = Annotated[
-    Literal["text", "json"],
-    typer.Option(
-        "--output",
-        "-o",
-        help="text: progress and a summary for people (stderr); json: one JSON summary (stdout).",
+    str,
+    output_option(
+        ("table", "json"),
+        "table: progress and a summary for people (stderr; `text`, its old name, still works);"
+        " json: one JSON summary (stdout).",
     ),
 ]
-Version = Annotated[str, typer.Option("--version", help="Version label for applied objects.")]
+Version = Annotated[
+    str,
+    typer.Option(
+        "--kyma-version",
+        metavar="VERSION",
+        help="The Kyma version the set is deployed as: the version label of every applied object"
+        " (`reconciler --version` prints the program's own version).",
+    ),
+]
+OldVersion = Annotated[
+    str | None,
+    typer.Option(
+        "--version",
+        metavar="VERSION",
+        hidden=True,
+        help="Deprecated spelling of --kyma-version (kept so scripts keep working).",
+    ),
+]
 Verbose = Annotated[
     bool,
     typer.Option(
@@ -159,9 +175,11 @@ class SetOptions:
     value: list[str] | None = None
     values: list[Path] | None = None
     version: str = "local"
+    old_version: str | None = None
+    """`--version`, the old name of `--kyma-version` (a warning says so)."""
     kubeconfig: Path | None = None
     timeout: float = 300.0
-    output: Literal["text", "json"] = "text"
+    output: str = "table"
     verbose: bool = False
 
     def run(
@@ -173,6 +191,17 @@ class SetOptions:
         regenerate: str = "",
     ) -> Run:
         """Read workspace, component set and overrides into tasks and a plan (bad input: 2)."""
+        version = self.version
+        if self.old_version is not None:
+            if version != "local" and version != self.old_version:
+                raise fail("--version is the old name of --kyma-version: give one", BAD_INPUT)
+            err.print(
+                "warning: --version is deprecated here: use --kyma-version (`reconciler"
+                " --version` prints the program's version)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            version = self.old_version
         with failures(BAD_INPUT):
             ws, component_set, with_crds = _selection(
                 self.workspace, self.components, self.component
@@ -180,7 +209,7 @@ class SetOptions:
             settings = DeployOptions(
                 profile=self.profile,
                 values=_flatten(_overrides(self.value or [], self.values or [])),
-                version=self.version,
+                version=version,
                 timeout=self.timeout,
                 wait=wait,
                 with_crds=with_crds,
@@ -205,44 +234,27 @@ _OPTIONS: dict[str, Any] = {
     "timeout": Timeout,
     "output": Output,
     "version": Version,
+    "old_version": OldVersion,
     "verbose": Verbose,
 }
-SELECTION = ("workspace", "components", "component", "profile", "value", "values", "version")
+SELECTION = (
+    "workspace",
+    "components",
+    "component",
+    "profile",
+    "value",
+    "values",
+    "version",
+    "old_version",
+)
 ON_CLUSTER = ("kubeconfig", *SELECTION, "timeout", "output", "verbose")
-Command = Callable[..., None]
 
 
 def set_command(*shared: str) -> Callable[[Command], Command]:
-    """Give `command(options: SetOptions, ...own options)` the shared options named `shared`.
-
-    typer reads a command's options from its signature: this one has the shared options (in
-    `_OPTIONS`' order) followed by the command's own, and the call hands the shared ones over
-    as one `SetOptions`, so deploy and delete declare their common options once, here."""
-    defaults = {f.name: f.default for f in fields(SetOptions)}
-
-    def decorate(command: Command) -> Command:
-        own = [
-            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-            for p in inspect.signature(command, eval_str=True).parameters.values()
-            if p.name != "options"
-        ]
-        common = [
-            inspect.Parameter(
-                name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name], annotation=kind
-            )
-            for name, kind in _OPTIONS.items()
-            if name in shared
-        ]
-
-        @functools.wraps(command)
-        def wrapper(**given: Any) -> None:
-            picked = {name: given.pop(name) for name in shared}
-            command(SetOptions(**picked), **given)
-
-        wrapper.__signature__ = inspect.Signature([*common, *own])  # type: ignore[attr-defined]
-        return wrapper
-
-    return decorate
+    """Give `command(options: SetOptions, ...own options)` the shared options named `shared`
+    (in `_OPTIONS`' order, before its own), so deploy and delete declare their common options
+    once, here."""
+    return shared_options(SetOptions, _OPTIONS, shared, param="options")
 
 
 def _run_set(

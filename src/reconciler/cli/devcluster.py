@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from reconciler.cli.errors import FAILED, failures
+from reconciler.cli.options import output_option
 from reconciler.devcluster import DevCluster
 from reconciler.devcluster.build import build_all
 from reconciler.paths import cache_dir
@@ -74,7 +75,9 @@ def down(directory: DirOption = default_dir()) -> None:
 @app.command()
 def status(
     directory: DirOption = default_dir(),
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+    output: Annotated[
+        str, output_option(("table", "json"), "table (for people; `text`: its old name) or json.")
+    ] = "table",
 ) -> None:
     """Show which processes of the cluster in DIR are running (exit 1 when none)."""
     cluster = DevCluster(directory)

@@ -9,16 +9,14 @@ from typing import Annotated
 
 import typer
 from prometheus_client import start_http_server
-from pydantic import ValidationError
 
 from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
-from reconciler.cli.errors import BAD_INPUT, fail, failures
-from reconciler.cli.options import LogLevel
+from reconciler.cli.errors import BAD_INPUT, failures
+from reconciler.cli.options import ConfigFile, LogLevel, load_settings, settings_of
 from reconciler.cli.signals import stop_within
 from reconciler.infra.crds import all_crds
 from reconciler.infra.install import install_crds
 from reconciler.infra.manager import InfraManager
-from reconciler.infra.settings import InfraSettings
 from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
 from reconciler.observability.logging import configure_logging
@@ -66,14 +64,14 @@ def run(
     metrics_host: Annotated[
         str, typer.Option(help="Address of the metrics port (0.0.0.0 in a pod).")
     ] = "127.0.0.1",
+    config: ConfigFile = None,
 ) -> None:
     """Turn Runtimes into Shoots and kubeconfig Secrets until SIGTERM/SIGINT.
-    Settings: RECONCILER_INFRA_* (project, rate limit, workers, kubeconfig validity)."""
+    Settings: the infra section of --config or RECONCILER_INFRA_* (project, rate limit,
+    workers, kubeconfig validity)."""
     configure_logging(level=log_level)
-    try:
-        settings = InfraSettings()
-    except ValidationError as exc:
-        raise fail(f"RECONCILER_INFRA_* settings: {exc}", BAD_INPUT) from None
+    root = load_settings(config)
+    settings = settings_of(lambda: root.infra)
     with failures(BAD_INPUT):
         garden = KubeClient.from_kubeconfig(garden_kubeconfig)
 

@@ -90,6 +90,11 @@ LAZY_COMMANDS: dict[str, Lazy] = {
         "app",
         "Infrastructure manager: Runtime -> Gardener Shoot -> kubeconfig Secret.",
     ),
+    "settings": Lazy(
+        "reconciler.cli.settings",
+        "app",
+        "The settings of every role: reference and file check.",
+    ),
 }
 
 _LISTING = "reconciler.listing"

@@ -11,27 +11,29 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from reconciler.cli.errors import BAD_INPUT, fail, failures
-from reconciler.cli.options import LogLevel
+from reconciler.cli.options import ConfigFile, LogLevel, load_settings, settings_of
 from reconciler.mothership.settings import REMOTE_CALLBACK_TOKEN, Settings
 from reconciler.observability.logging import configure_logging
 
 if TYPE_CHECKING:  # the engine (SQLAlchemy, Alembic) is imported when a command needs it,
     from reconciler.mothership.engine import Engine  # so `reconciler deploy` starts fast
+    from reconciler.settings import ReconcilerSettings
 
 app = typer.Typer(
     help="The control plane (mothership): storage, scheduler, workers.", no_args_is_help=True
 )
 
-ConfigFile = Annotated[Path | None, typer.Option("--config", help="YAML settings file.")]
 DatabaseUrl = Annotated[
     str | None,
     typer.Option("--database-url", help="postgresql+asyncpg://... (default: SQLite file)."),
 ]
 
 
-def load(config: Path | None, database_url: str | None, **overrides: object) -> Settings:
-    with failures(BAD_INPUT):
-        return Settings.load(config, database_url=database_url, **overrides)
+def load(config: Path | None, database_url: str | None, **overrides: object) -> ReconcilerSettings:
+    """The settings root with the mothership's group checked (the options win over the file)."""
+    root = load_settings(config, mothership={"database_url": database_url, **overrides})
+    settings_of(lambda: root.mothership)
+    return root
 
 
 def refuse_incomplete_remote(settings: Settings, *, callback_token: str | None) -> None:
@@ -47,7 +49,7 @@ def refuse_incomplete_remote(settings: Settings, *, callback_token: str | None) 
 @app.command("migrate")
 def migrate_command(config: ConfigFile = None, database_url: DatabaseUrl = None) -> None:
     """Create or upgrade the database schema (also done on start unless disabled)."""
-    settings = load(config, database_url)
+    settings = load(config, database_url).mothership
     from reconciler.store.db import current_revision, make_engine, migrate
 
     async def go() -> str | None:
@@ -95,7 +97,7 @@ def run(
         workspace=workspace,
         workers=workers,
         migrate_on_start=migrate_on_start,
-    )
+    ).mothership
     refuse_incomplete_remote(settings, callback_token=None)  # callbacks reach `serve`
     with failures():
         asyncio.run(run_until_signalled(Engine(settings)))
@@ -120,30 +122,25 @@ def serve(
 ) -> None:
     """REST API + engine in one process (embedded default: SQLite, in-process reconciler).
 
-    Authentication comes from RECONCILER_API_* settings (token file or OIDC); it can be
-    switched off only explicitly (RECONCILER_API_AUTH=none). SIGTERM stops gracefully: running
+    Authentication comes from the API settings (the `api:` section of --config or
+    RECONCILER_API_*: token file or OIDC); it can be switched off only explicitly
+    (RECONCILER_API_AUTH=none). SIGTERM stops gracefully: running
     operations are handed back and resumed by the next start (or another instance).
     """
-    from pydantic import ValidationError
-
     from reconciler.api.server import run_server
-    from reconciler.api.settings import ApiSettings
-    from reconciler.mothership.settings import problems
 
     configure_logging(json_lines=True, level=log_level)
-    settings = load(
+    root = load(
         config,
         database_url,
         workspace=workspace,
         workers=workers,
         migrate_on_start=migrate_on_start,
     )
+    settings = root.mothership
     if (cert_file is None) != (key_file is None):
         raise fail("--cert-file and --key-file go together", BAD_INPUT)
-    try:
-        api_settings = ApiSettings()
-    except ValidationError as exc:
-        raise fail(f"invalid API settings: {problems(exc)}", BAD_INPUT) from None
+    api_settings = settings_of(lambda: root.api)
     refuse_incomplete_remote(settings, callback_token=api_settings.callback_token)
     with failures():
         asyncio.run(

@@ -14,7 +14,7 @@ from prometheus_client import start_http_server
 from reconciler.charts.sources import ChartCache
 from reconciler.cli import watcher
 from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
-from reconciler.cli.options import LogLevel
+from reconciler.cli.options import ConfigFile, LogLevel, load_settings, settings_of
 from reconciler.cli.signals import stop_within
 from reconciler.errors import ReconcilerError
 from reconciler.kube.cluster import Cluster
@@ -23,7 +23,6 @@ from reconciler.operator.clusters.crds import all_crds
 from reconciler.operator.clusters.install import install_crds
 from reconciler.operator.runtime.deploy import all_objects, deploy
 from reconciler.operator.runtime.wiring import Operator
-from reconciler.operator.settings import OperatorSettings
 from reconciler.paths import cache_dir
 from reconciler.version import __version__
 
@@ -68,10 +67,15 @@ def run(
     metrics_host: Annotated[
         str, typer.Option(help="Address of the metrics port (0.0.0.0 in a pod).")
     ] = "127.0.0.1",
+    config: ConfigFile = None,
 ) -> None:
-    """Reconcile Kymas and Manifests until SIGTERM/SIGINT. Settings: RECONCILER_OPERATOR_*."""
+    """Reconcile Kymas and Manifests until SIGTERM/SIGINT. Settings: the operator,
+    operator_shard and operator_watcher sections of --config, or RECONCILER_OPERATOR_*."""
     configure_logging(level=log_level)
-    settings = OperatorSettings()
+    root = load_settings(config)
+    settings = settings_of(lambda: root.operator)
+    watcher_settings = settings_of(lambda: root.operator_watcher)
+    shard_settings = settings_of(lambda: root.operator_shard)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -80,7 +84,13 @@ def run(
             loop.add_signal_handler(sig, stop_within, stop, settings.stop_timeout)
         async with await Cluster.connect(kubeconfig) as cluster:
             await require_crds(cluster, all_crds(), "operator install-crds")
-            operator = Operator(cluster, ChartCache(cache_dir() / "charts"), settings)
+            operator = Operator(
+                cluster,
+                ChartCache(cache_dir() / "charts"),
+                settings,
+                watcher=watcher_settings,
+                shards=shard_settings,
+            )
             if metrics_port is not None:
                 start_http_server(metrics_port, metrics_host, registry=operator.metrics.registry)
             await operator.run(kubeconfig, namespace=namespace, stop=stop)

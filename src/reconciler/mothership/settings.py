@@ -164,22 +164,29 @@ class Settings(BaseSettings):
     @classmethod
     def load(cls, path: Path | None = None, **overrides: Any) -> Settings:
         """Settings from the environment, then the YAML file, then explicit overrides."""
-        data: dict[str, Any] = {}
-        if path is not None:
-            try:
-                loaded = yaml.safe_load(path.read_text())
-            except FileNotFoundError:
-                raise SettingsError(f"settings file {path} does not exist") from None
-            except yaml.YAMLError as exc:
-                raise SettingsError(f"settings file {path} is not valid YAML: {exc}") from None
-            if not isinstance(loaded, dict):
-                raise SettingsError(f"settings file {path} must hold a mapping")
-            data.update(loaded)
+        data: dict[str, Any] = read_mapping(path) if path is not None else {}
         data.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls(**data)
         except ValidationError as exc:
             raise SettingsError(f"invalid settings: {problems(exc)}") from None
+
+
+def read_mapping(path: Path) -> dict[str, Any]:
+    """The YAML mapping of a settings file (empty file: none); SettingsError otherwise."""
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise SettingsError(f"settings file {path} does not exist") from None
+    except OSError as exc:
+        raise SettingsError(f"cannot read settings file {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"settings file {path} is not valid YAML: {exc}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise SettingsError(f"settings file {path} must hold a mapping")
+    return {str(key): value for key, value in loaded.items()}
 
 
 REMOTE_CALLBACK_TOKEN = (

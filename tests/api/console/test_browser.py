@@ -232,9 +232,18 @@ def test_an_admin_finds_the_blocked_component_disables_enables_and_rolls_back(
     first = served.call(lambda engine: _first_config(engine, "rt-good"))
     second = served.call(reconfigure)
     expect(status).to_have_text("ready", timeout=SLOW)
+    caption = page.locator("#diff table.diff caption")
+    page.get_by_label("Compare").select_option(str(first))
+    page.get_by_label("with").select_option(str(second))
+    page.get_by_role("button", name="Show diff").click()
+    expect(caption).to_contain_text(f"Configuration {first} (left) and {second} (right)")
     page.get_by_role("button", name=f"Roll back to {first}").click()
     configs = page.locator("#configs table")
     expect(configs).to_contain_text(f"rollback to {first}")
+    # the diff shown before is replaced by what the rollback changed: no stale caption
+    expect(caption).to_contain_text(f"Configuration {second} (left) and ")
+    expect(caption).not_to_contain_text(f"Configuration {first} (left)")
+    expect(page.locator("#diff table.diff")).to_contain_text("bonjour")
     expect(page.locator("#history")).to_contain_text(f"rollback to {first}", timeout=SLOW)
     expect(status).to_have_text("ready", timeout=SLOW)
 
@@ -245,6 +254,19 @@ def test_an_admin_finds_the_blocked_component_disables_enables_and_rolls_back(
     expect(page.locator("table.diff")).to_contain_text("bonjour")
     page.locator("#diff").scroll_into_view_if_needed()
     shot(page, "rollback-diff")
+
+    # on a phone (414 px) the pages are no wider than the screen: wide tables scroll inside
+    page.set_viewport_size({"width": 414, "height": 896})
+    for address in ("/ui/clusters/rt-good", "/ui/"):
+        if address != "/ui/clusters/rt-good":
+            page.goto(served.url + address)
+            expect(page.locator("#fleet table")).to_be_visible(timeout=SLOW)
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{address} is {overflow} px wider than a 414 px screen"
+    shot(page, "fleet-414px")
+    page.set_viewport_size({"width": 1200, "height": 760})
+    page.goto(served.url + "/ui/clusters/rt-good")
+    expect(page.locator("#cluster-status")).to_have_text("ready", timeout=SLOW)
 
     # nothing secret anywhere but the token; signing out removes it
     storage = json.loads(page.evaluate("() => JSON.stringify(sessionStorage)"))

@@ -44,7 +44,7 @@ async def all_objects(namespace: str, image: str) -> list[dict[str, Any]]:
     rendered = await SdkRenderer().render(
         deploy_chart(), release=RELEASE, namespace=namespace, values=chart_values(image)
     )
-    # the operator's own CRDs (the chart's crds/ also holds the infrastructure manager's)
+    # the operator's own CRDs, as the models generate them (the chart's are the same, kept)
     rest = [o.raw for o in rendered if o.kind != "CustomResourceDefinition"]
     namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     return [*all_crds(), namespace_object, *rest]

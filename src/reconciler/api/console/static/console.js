@@ -69,6 +69,18 @@
   });
 
   function refresh() { document.body.dispatchEvent(new CustomEvent("refresh")); }
+  // a diff on the page compared versions of before the rollback: show what the rollback
+  // changed instead (the version it replaced, left; the one it stored, right), never the old
+  // caption over a configuration list that moved on
+  function rolledBack(runtime, replaced, answer) {
+    var box = document.getElementById("diff");
+    if (!box) { return; }
+    box.textContent = "";
+    if (!replaced || !answer.configurationVersion) { return; }
+    htmx.ajax("GET", "/ui/fragments/clusters/" + encodeURIComponent(runtime) + "/diff?a=" +
+      encodeURIComponent(replaced) + "&b=" + encodeURIComponent(answer.configurationVersion),
+      { target: "#diff", swap: "innerHTML" });
+  }
   function filters(changes) {
     var form = document.getElementById("filters");
     Object.keys(changes).forEach(function (name) { form.elements[name].value = changes[name]; });
@@ -131,6 +143,7 @@
         if (!response.ok) { throw new Error(body.error || ("HTTP " + response.status)); }
         notice(button.textContent.trim() + ": done, status " + body.status);
         if (button.dataset.action === "forget") { location.assign("/ui/"); return; }
+        if (button.dataset.action === "restore") { rolledBack(runtime, button.dataset.current, body); }
         refresh();
       });
     }).catch(function (exc) {
