@@ -64,8 +64,14 @@ def _spec(channel: str, *names: str) -> dict[str, object]:
             "control",
             _spec("regular", "b"),
         ),
-        # a remote Kyma from before (nothing agreed) is the truth
-        (_spec("regular", "a"), _spec("regular", "b"), None, "control", _spec("regular", "b")),
+        # a remote Kyma of the merge rule before (nothing agreed): the union, once
+        (
+            _spec("regular", "a"),
+            _spec("fast", "b", "a"),
+            None,
+            "both",
+            _spec("regular", "a", "b"),
+        ),
         # a remote Kyma without a channel keeps the control plane's
         (_spec("fast", "a"), _spec("", "a"), _spec("fast", "a"), "", _spec("fast", "a")),
         # agreed and unchanged: nothing written

@@ -247,7 +247,7 @@ class RemoteSync:
             )
         last = agreed(kyma)
         where, spec = decide(spec_of(kyma.get("spec")), spec_of(remote_spec), last)
-        if where == "remote":
+        if where in ("remote", "both"):
             mirror_meta = mirror["metadata"]
             patch = {
                 "metadata": {"resourceVersion": mirror_meta["resourceVersion"]},
@@ -255,7 +255,7 @@ class RemoteSync:
             }  # guarded: a user's edit meanwhile is read (and wins) next time
             await remote.patch("Kyma", REMOTE_NAMESPACE, REMOTE_NAME, patch)
         if where or spec != last:
-            await self._agree(kyma, spec, spec if where == "control" else None)
+            await self._agree(kyma, spec, spec if where in ("control", "both") else None)
         return problems
 
     async def _agree(self, kyma: Body, agreed_spec: Body, spec: Body | None) -> None:

@@ -14,6 +14,10 @@ last agreed on is recorded in the control-plane Kyma's annotation
   edits; ours keeps them, the remote side still wins when both moved);
 - else nothing is written.
 
+Nothing agreed yet (a remote Kyma from before this rule, which held only the users' additions):
+the union of both, on the control plane's channel, is written to both once, so an upgrade
+uninstalls nothing.
+
 Pure functions: the remote sync reads, decides here, and writes.
 """
 
@@ -86,10 +90,18 @@ def decide(
 ) -> tuple[str, dict[str, Any]]:
     """`("control", spec)`: write the spec to the control-plane Kyma (the remote side moved);
     `("remote", spec)`: write it to the remote Kyma (only the control plane moved);
-    `("", spec)`: both agree already. `control` and `remote` as `spec_of` gives them; a remote
-    Kyma without a channel keeps the control plane's."""
+    `("both", spec)`: write it to both (nothing agreed yet); `("", spec)`: both agree already.
+    `control` and `remote` as `spec_of` gives them; a remote Kyma without a channel keeps the
+    control plane's."""
     if not remote["channel"]:
         remote = {**remote, "channel": control["channel"]}
+    if last is None and remote != control:
+        # nothing agreed yet but both differ: a remote Kyma of the merge rule before (it held
+        # only the users' additions). Their union, on the control plane's channel, once, so
+        # an upgrade uninstalls nothing.
+        names = {m["name"] for m in control["modules"]}
+        extra = [m for m in remote["modules"] if m["name"] not in names]
+        return "both", {**control, "modules": [*control["modules"], *extra]}
     if remote != last:
         return ("" if remote == control else "control"), remote
     if control != last:
