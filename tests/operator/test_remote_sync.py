@@ -192,14 +192,16 @@ async def test_the_skr_users_kyma_is_the_truth_adds_removes_and_switches_channel
 
     await world.until(fast_alpha, "alpha 1.1.0 from fast installed")
     assert await world.remote_configmap("alpha-b") is None
-    # the SKR user lists the mandatory module and removes it again: it stays installed
+    # the SKR user lists the mandatory module unmanaged, then removes it: it stays managed
     await set_remote_modules(
-        world.remote, [{"name": "beta"}, {"name": "alpha"}, {"name": "shield"}]
+        world.remote,
+        [{"name": "beta"}, {"name": "alpha"}, {"name": "shield", "managed": False}],
     )
 
     async def listed() -> bool:
         status = ((await remote_kyma(world)) or {}).get("status") or {}
-        return any(m["name"] == "shield" for m in status.get("modules") or [])
+        states = {m["name"]: m["state"] for m in status.get("modules") or []}
+        return states.get("shield") == "Ready"  # not Unmanaged
 
     await world.until(listed, "the listed mandatory module in the status")
     await set_remote_modules(world.remote, [{"name": "beta"}, {"name": "alpha"}])
@@ -212,6 +214,7 @@ async def test_the_skr_users_kyma_is_the_truth_adds_removes_and_switches_channel
     manifest = await world.get("Manifest", module_object_name("r2", "shield"))
     assert manifest is not None
     assert not manifest["metadata"].get("deletionTimestamp")
+    assert "operator.kyma-project.io/unmanaged" not in manifest["metadata"]["labels"]
     assert manifest["metadata"]["labels"]["operator.kyma-project.io/mandatory-module"] == "true"
     assert await world.remote_configmap("shield-a") is not None
     mirror = await remote_kyma(world)

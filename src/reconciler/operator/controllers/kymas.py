@@ -142,9 +142,11 @@ class KymaController:
         existing = await self._manifests(kyma)
         modules: list[dict[str, Any]] = []
         wanted = {m.name for m in spec.modules or []}
+        mandatory, problems = mandatory_modules(metas, templates)
+        always = {r.module for r in mandatory}  # a user cannot give these up either
         for module in spec.modules or []:
             current = await self._current(kyma, module.name, existing)
-            if not module.managed:
+            if not module.managed and module.name not in always:
                 if current is not None:
                     await self._release(current)
                 modules.append({"name": module.name, "state": str(State.UNMANAGED)})
@@ -171,7 +173,7 @@ class KymaController:
                 )
                 continue
             modules.append(self._module_status(module, resolved, manifest))
-        await self._mandatory(kyma, metas, templates, existing, wanted)
+        await self._mandatory(kyma, (mandatory, problems), existing, wanted)
         for module_name, manifest in existing.items():
             if module_name not in wanted and not manifest["metadata"].get("deletionTimestamp"):
                 await self.control.delete("Manifest", namespace, manifest["metadata"]["name"])
@@ -202,15 +204,15 @@ class KymaController:
     async def _mandatory(
         self,
         kyma: Body,
-        metas: list[Body],
-        templates: list[Body],
+        catalog_mandatory: tuple[list[Resolved], list[str]],
         existing: dict[str, Body],
         wanted: set[str],
     ) -> None:
         """Mandatory modules, as the lifecycle manager's mandatory-module controller: a
         Manifest (labelled `mandatory-module`) on every Kyma whether it lists them or not, not
-        shown in its status and never removed by its user; gone when the catalog drops them."""
-        found, problems = mandatory_modules(metas, templates)
+        shown in its status and never removed (nor unmanaged) by its user; gone when the catalog
+        drops them."""
+        found, problems = catalog_mandatory
         if problems:
             get_logger(kyma=kyma["metadata"]["name"]).warning(
                 "mandatory modules not installed", problems="; ".join(problems)[:2048]

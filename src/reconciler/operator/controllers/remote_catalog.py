@@ -42,6 +42,15 @@ def offered_catalog(
     it may use) and ModuleTemplates (by name)."""
     labels = kyma["metadata"].get("labels") or {}
     by_name = {t["metadata"]["name"]: t for t in templates}
+
+    def template_on(module: str, channel: str) -> str | None:
+        """The template the Kyma's module gets on a channel; None: not offered there."""
+        try:
+            module_entry = Module(name=module, channel=channel)
+            return resolve(module_entry, channel, metas, templates, kyma_labels=labels).template
+        except CatalogError:
+            return None  # not on this channel, or not for this Kyma
+
     released: dict[str, Body] = {}
     wanted: dict[str, Body] = {}
     for meta in metas:
@@ -51,19 +60,10 @@ def offered_catalog(
             continue
         channels = []
         for entry in spec.get("channels") or []:
-            channel = str((entry or {}).get("channel") or "")
-            try:
-                resolved = resolve(
-                    Module(name=module, channel=channel),
-                    channel,
-                    metas,
-                    templates,
-                    kyma_labels=labels,
-                )
-            except CatalogError:
-                continue  # not on this channel, or not for this Kyma: not offered
-            channels.append(entry)
-            wanted[resolved.template] = by_name[resolved.template]
+            name = template_on(module, str((entry or {}).get("channel") or ""))
+            if name is not None:
+                channels.append(entry)
+                wanted[name] = by_name[name]
         if channels:
             released[meta["metadata"]["name"]] = {**meta, "spec": {**spec, "channels": channels}}
     modules_released = {str((m.get("spec") or {}).get("moduleName") or "") for m in metas}
@@ -75,18 +75,8 @@ def offered_catalog(
         channel = str(spec.get("channel") or "")
         if not module or not channel or module in modules_released:
             continue
-        try:
-            resolved = resolve(
-                Module(name=module, channel=channel),
-                channel,
-                metas,
-                templates,
-                kyma_labels=labels,
-            )
-        except CatalogError:
-            continue
-        if resolved.template == template["metadata"]["name"]:
-            wanted[resolved.template] = template
+        if template_on(module, channel) == template["metadata"]["name"]:
+            wanted[template["metadata"]["name"]] = template
     return released, wanted
 
 
