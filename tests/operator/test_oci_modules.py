@@ -1,10 +1,13 @@
 """Modules whose ModuleTemplates point at a real OCI registry: a chart pushed with `helm push`,
 a raw-manifest layer pushed with `oras`, and an OCM descriptor whose raw-manifest resource is a
-local blob of the component's repository, all installed on the remote cluster."""
+local blob of the component's repository (and one as the lifecycle manager also finds them: a
+registry sub-path, the component's version for a missing `localReference`, a tar layer), all
+installed on the remote cluster."""
 
 from __future__ import annotations
 
 import hashlib
+import tarfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,38 @@ async def test_chart_raw_layer_and_ocm_blob_modules_are_installed_from_the_regis
             ],
         }
     }
+    # epsilon as modulectl publishes into a registry with a sub-path: the repository context's
+    # `subPath`, no `localReference` (the component's version names the artifact), a tar layer
+    epsilon_dir = tmp_path / "epsilon"
+    epsilon_dir.mkdir()
+    (epsilon_dir / "raw-manifest.yaml").write_text(configmap_yaml("epsilon-a", "1.0.0"))
+    epsilon_tar = tmp_path / "epsilon.tar"
+    with tarfile.open(epsilon_tar, "w") as tar:
+        tar.add(epsilon_dir / "raw-manifest.yaml", arcname="raw-manifest.yaml")
+    epsilon_component = "kyma-project.io/module/epsilon"
+    push_layer(
+        oci_registry,
+        f"{repo}/component-descriptors/{epsilon_component}:1.0.0",
+        epsilon_tar,
+        media_type="application/x-tar",
+    )
+    epsilon_descriptor = {
+        "component": {
+            "name": epsilon_component,
+            "version": "1.0.0",
+            "repositoryContexts": [
+                {"type": "OCIRegistry", "baseUrl": oci_registry, "subPath": repo},
+            ],
+            "resources": [
+                {
+                    "name": "raw-manifest",
+                    "type": "directoryTree",
+                    "version": "1.0.0",
+                    "access": {"type": "localBlob", "mediaType": "application/x-tar"},
+                }
+            ],
+        }
+    }
     link = f"oci://{oci_registry}/{repo}"
     for body in (
         template(world, "alpha", {"resources": [{"name": "chart", "link": f"{link}/alpha:1.0.0"}]}),
@@ -69,18 +104,19 @@ async def test_chart_raw_layer_and_ocm_blob_modules_are_installed_from_the_regis
             world, "beta", {"resources": [{"name": "rawManifest", "link": f"{link}/beta:1.0.0"}]}
         ),
         template(world, "gamma", {"descriptor": descriptor}),
+        template(world, "epsilon", {"descriptor": epsilon_descriptor}),
         *(
             modules.release_meta(world.namespace, m, {"regular": "1.0.0"})
-            for m in ("alpha", "beta", "gamma")
+            for m in ("alpha", "beta", "gamma", "epsilon")
         ),
         modules.kubeconfig_secret(world.namespace, "oci", world.remote_kubeconfig),
     ):
         await world.control.apply(body)
-    wanted = [{"name": m, "managed": True} for m in ("alpha", "beta", "gamma")]
+    wanted = [{"name": m, "managed": True} for m in ("alpha", "beta", "gamma", "epsilon")]
     await world.control.apply(modules.kyma(world.namespace, "oci", "regular", wanted))
 
     await world.kyma_state("oci", "Ready")
-    for name in ("alpha-a", "beta-a", "gamma-a"):
+    for name in ("alpha-a", "beta-a", "gamma-a", "epsilon-a"):
         configmap = await world.remote_configmap(name)
         assert configmap is not None, name
         assert configmap["data"]["version"] == "1.0.0"

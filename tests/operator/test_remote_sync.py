@@ -10,9 +10,19 @@ from reconciler.model.lifecycle import API_VERSION, MANAGED_BY, module_object_na
 from reconciler.operator.controllers.remote_merge import MAX_REMOTE_MODULES
 from tests.operator import modules
 from tests.operator.conftest import World
-from tests.operator.remote import remote_kyma, remote_kyma_ready, set_remote_modules
+from tests.operator.remote import (
+    KYMAS,
+    MERGE,
+    remote_kyma,
+    remote_kyma_ready,
+    set_remote_modules,
+)
 
-CRDS = ("kymas.operator.kyma-project.io", "moduletemplates.operator.kyma-project.io")
+CRDS = (
+    "kymas.operator.kyma-project.io",
+    "moduletemplates.operator.kyma-project.io",
+    "modulereleasemetas.operator.kyma-project.io",
+)
 
 
 async def _crd(world: World, name: str) -> dict[str, Any] | None:
@@ -45,16 +55,31 @@ async def test_the_remote_cluster_gets_our_crds_a_kyma_and_the_catalog_of_its_ch
         f"{world.namespace}/r1"
     )
 
-    async def regular_catalog() -> bool:
-        return await _remote_templates(world) == {"alpha-1.0.0", "beta-1.0.0"}
+    async def catalog() -> bool:
+        return await _remote_templates(world) == {"alpha-1.0.0", "alpha-1.1.0", "beta-1.0.0"}
 
-    await world.until(regular_catalog, "alpha 1.0.0 and beta 1.0.0 offered remotely")
-    await world.control.apply(modules.kyma(world.namespace, "r1", "fast", []))
+    await world.until(catalog, "every channel's templates offered remotely, as LM's sync")
+    info = await world.remote.mapper.resolve(API_VERSION, "ModuleReleaseMeta")
+    metas = {m.name: m.raw for m in await world.remote.list(info, namespace="kyma-system")}
+    assert set(metas) == {"alpha", "beta"}
+    assert metas["alpha"]["spec"]["channels"] == [
+        {"channel": "regular", "version": "1.0.0"},
+        {"channel": "fast", "version": "1.1.0"},
+    ]
+    # CRD defaults as the lifecycle manager's: stored objects read the same under both
+    assert (metas["alpha"]["spec"]["beta"], metas["alpha"]["spec"]["internal"]) == (False, False)
+    await world.control.apply(modules.kyma(world.namespace, "r1", "fast", [{"name": "beta"}]))
+    kyma = await world.get("Kyma", "r1")
+    assert kyma is not None
+    assert kyma["spec"]["modules"] == [
+        {"name": "beta", "managed": True, "customResourcePolicy": "CreateAndDelete"}
+    ]
 
-    async def fast_catalog() -> bool:
-        return await _remote_templates(world) == {"alpha-1.1.0", "beta-1.0.0"}
+    async def pushed() -> bool:  # only the platform moved: the remote Kyma follows
+        spec = ((await remote_kyma(world)) or {}).get("spec") or {}
+        return spec.get("channel") == "fast" and [m["name"] for m in spec["modules"]] == ["beta"]
 
-    await world.until(fast_catalog, "alpha 1.1.0 instead of 1.0.0 once the channel is fast")
+    await world.until(pushed, "the control plane's edit on the remote Kyma")
 
     async def mirrored() -> bool:
         status = ((await remote_kyma(world)) or {}).get("status") or {}
@@ -63,41 +88,138 @@ async def test_the_remote_cluster_gets_our_crds_a_kyma_and_the_catalog_of_its_ch
     await world.until(mirrored, "the control plane's status mirrored to the remote Kyma")
 
 
-async def test_a_module_a_remote_user_adds_is_installed_and_pruned_when_removed(
+async def test_the_skr_users_kyma_is_the_truth_adds_removes_and_switches_channel(
     world: World,
 ) -> None:
-    await remote_kyma_ready(world, "r2", [{"name": "alpha", "managed": True}])
+    """Issue 28 item 2, as the lifecycle manager's "replace spec": the remote Kyma starts with
+    the control plane's spec, then the SKR user's module list and channel win; its status,
+    labels and namespace read as the lifecycle manager writes them."""
+    await world.catalog()
+    shield = modules.module_chart(world.charts, "shield", "1.0.0", ["shield-a"])
+    mandatory = modules.release_meta(world.namespace, "shield", {})
+    mandatory["spec"]["mandatory"] = {"version": "1.0.0"}
+    for extra in (modules.template(world.namespace, "shield", "1.0.0", shield), mandatory):
+        await world.control.apply(extra)
+    await world.control.apply(
+        modules.kubeconfig_secret(world.namespace, "r2", world.remote_kubeconfig)
+    )
+    body = modules.kyma(world.namespace, "r2", "regular", [{"name": "alpha"}])
+    body["metadata"]["labels"] = {
+        "kyma-project.io/runtime-id": "rt-2",
+        "kyma-project.io/global-account-id": "ga-2",
+        "kyma-project.io/subaccount-id": "sa-2",
+    }
+    await world.control.apply(body)
     await world.kyma_state("r2", "Ready")
-    # beta is the remote user's; alpha is the platform's already and stays the platform's
-    await set_remote_modules(world.remote, [{"name": "beta"}, {"name": "alpha"}])
+    # item 7: the mandatory module is installed though no Kyma lists it, labelled so, not in
+    # the Kyma's status, not in the remote catalog (no user picks it)
+    await world.until(lambda: world.remote_configmap("shield-a"), "the mandatory module")
+    manifest = await world.get("Manifest", module_object_name("r2", "shield"))
+    assert manifest is not None
+    assert manifest["metadata"]["labels"]["operator.kyma-project.io/mandatory-module"] == "true"
+    mirror = await world.until(lambda: remote_kyma(world), "the remote Kyma")
+    assert [m["name"] for m in mirror["spec"]["modules"]] == ["alpha"]
+    labels = mirror["metadata"]["labels"]
+    assert labels["operator.kyma-project.io/watched-by"] == "kyma"
+    assert labels["operator.kyma-project.io/managed-by"] == "kyma"
+    assert labels["kyma-project.io/runtime-id"] == "rt-2"
+    assert labels["kyma-project.io/global-account-id"] == "ga-2"
+    assert labels["kyma-project.io/subaccount-id"] == "sa-2"
+    namespace = await world.get(
+        "Namespace", "kyma-system", remote=True, namespace="", api_version="v1"
+    )
+    assert namespace is not None
+    assert {
+        k: namespace["metadata"]["labels"].get(k)
+        for k in (
+            "istio-injection",
+            "namespaces.warden.kyma-project.io/validate",
+            "operator.kyma-project.io/managed-by",
+        )
+    } == {
+        "istio-injection": "enabled",
+        "namespaces.warden.kyma-project.io/validate": "enabled",
+        "operator.kyma-project.io/managed-by": "kyma",
+    }
+
+    # the SKR user adds beta
+    await set_remote_modules(world.remote, [{"name": "alpha"}, {"name": "beta"}])
 
     async def installed() -> dict[str, Any] | None:
         status = ((await remote_kyma(world)) or {}).get("status") or {}
         states = {m["name"]: m["state"] for m in status.get("modules") or []}
         beta = await world.remote_configmap("beta-a")
         done = status.get("state") == "Ready" and states == {"alpha": "Ready", "beta": "Ready"}
-        return beta if done else None
+        return status if done and beta else None
 
-    assert await world.until(installed, "beta installed remotely, the remote Kyma Ready")
+    status = await world.until(installed, "beta installed remotely, the remote Kyma Ready")
+    assert "shield-1.0.0" not in await _remote_templates(world)
+    for module in status["modules"]:  # the SKR's view: its catalog copy, no Manifest
+        assert module["template"]["metadata"]["namespace"] == "kyma-system"
+        assert "manifest" not in module
     kyma = await world.get("Kyma", "r2")
     assert kyma is not None
     assert [m["name"] for m in kyma["spec"]["modules"]] == ["alpha", "beta"]
-    annotations = kyma["metadata"]["annotations"]
-    assert annotations["operator.kyma-project.io/remote-modules"] == '["beta"]'
 
-    await set_remote_modules(world.remote, [])
+    # the SKR user removes alpha, the control plane's own entry: uninstalled all the same;
+    # and switches to fast: beta (1.0.0 on fast too) stays
+    await world.remote.client.request(
+        "PATCH",
+        f"{KYMAS}/default",
+        body={"spec": {"channel": "fast", "modules": [{"name": "beta"}]}},
+        content_type=MERGE,
+    )
 
-    async def pruned() -> bool:
+    async def replaced() -> bool:
         status = ((await remote_kyma(world)) or {}).get("status") or {}
         names = [m["name"] for m in status.get("modules") or []]
-        gone = await world.remote_configmap("beta-a") is None
-        return gone and names == ["alpha"] and status.get("state") == "Ready"
+        gone = await world.remote_configmap("alpha-a") is None
+        return gone and names == ["beta"] and status.get("activeChannel") == "fast"
 
-    await world.until(pruned, "beta pruned remotely; alpha, the platform's, kept")
+    await world.until(replaced, "alpha uninstalled, the remote Kyma on fast")
     kyma = await world.get("Kyma", "r2")
     assert kyma is not None
-    assert [m["name"] for m in kyma["spec"]["modules"]] == ["alpha"]
-    assert await world.remote_configmap("alpha-a") is not None
+    assert kyma["spec"]["channel"] == "fast"
+    assert [m["name"] for m in kyma["spec"]["modules"]] == ["beta"]
+
+    # the SKR user adds alpha back on fast: 1.1.0 (no alpha-b) is what fast offers
+    await set_remote_modules(world.remote, [{"name": "beta"}, {"name": "alpha"}])
+
+    async def fast_alpha() -> bool:
+        status = ((await remote_kyma(world)) or {}).get("status") or {}
+        versions = {m["name"]: (m.get("version"), m["state"]) for m in status.get("modules") or []}
+        return versions.get("alpha") == ("1.1.0", "Ready")
+
+    await world.until(fast_alpha, "alpha 1.1.0 from fast installed")
+    assert await world.remote_configmap("alpha-b") is None
+    # the SKR user lists the mandatory module unmanaged, then removes it: it stays managed
+    await set_remote_modules(
+        world.remote,
+        [{"name": "beta"}, {"name": "alpha"}, {"name": "shield", "managed": False}],
+    )
+
+    async def listed() -> bool:
+        status = ((await remote_kyma(world)) or {}).get("status") or {}
+        states = {m["name"]: m["state"] for m in status.get("modules") or []}
+        return states.get("shield") == "Ready"  # not Unmanaged
+
+    await world.until(listed, "the listed mandatory module in the status")
+    await set_remote_modules(world.remote, [{"name": "beta"}, {"name": "alpha"}])
+
+    async def unlisted() -> bool:
+        status = ((await remote_kyma(world)) or {}).get("status") or {}
+        return [m["name"] for m in status.get("modules") or []] == ["beta", "alpha"]
+
+    await world.until(unlisted, "the mandatory module unlisted")
+    manifest = await world.get("Manifest", module_object_name("r2", "shield"))
+    assert manifest is not None
+    assert not manifest["metadata"].get("deletionTimestamp")
+    assert "operator.kyma-project.io/unmanaged" not in manifest["metadata"]["labels"]
+    assert manifest["metadata"]["labels"]["operator.kyma-project.io/mandatory-module"] == "true"
+    assert await world.remote_configmap("shield-a") is not None
+    mirror = await remote_kyma(world)
+    assert mirror is not None
+    assert mirror["spec"]["channel"] == "fast"  # never reverted
 
 
 async def test_deleting_the_kyma_removes_the_remote_kyma_catalog_and_crds(world: World) -> None:
@@ -113,7 +235,7 @@ async def test_deleting_the_kyma_removes_the_remote_kyma_catalog_and_crds(world:
 
     async def all_gone() -> bool:
         crds = [await _crd(world, name) for name in CRDS]
-        return crds == [None, None] and await world.get("Kyma", "r3") is None
+        return crds == [None, None, None] and await world.get("Kyma", "r3") is None
 
     await world.until(all_gone, "our CRDs gone from the remote cluster and the Kyma deleted")
 
@@ -150,7 +272,7 @@ async def test_a_beta_module_is_refused_to_an_unlabelled_kyma_and_not_offered_re
     await world.until(lambda: remote_kyma(world), "the remote Kyma kyma-system/default")
 
     async def catalog_without_beta() -> bool:
-        return await _remote_templates(world) == {"alpha-1.0.0"}
+        return await _remote_templates(world) == {"alpha-1.0.0", "alpha-1.1.0"}
 
     await world.until(catalog_without_beta, "only alpha offered remotely")
 

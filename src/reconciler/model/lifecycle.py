@@ -281,11 +281,19 @@ class Kind:
     spec: ClassVar[type[ResourceModel]]
     status: ClassVar[type[ResourceModel] | None] = None
     state_column: ClassVar[bool] = False
+    defaults: ClassVar[tuple[tuple[str, JsonValue], ...]] = ()
+    """The lifecycle manager's CRD defaults (`+kubebuilder:default`), by dotted schema path
+    (`[]` steps into a list's items): the apiserver stores them, so an object reads the same
+    under both operators."""
 
 
 class KymaKind(Kind):
     kind, plural, spec, status, state_column = "Kyma", "kymas", KymaSpec, KymaStatus, True
     short_names = ("kyma",)
+    defaults = (
+        ("spec.modules[].managed", True),
+        ("spec.modules[].customResourcePolicy", "CreateAndDelete"),
+    )
 
 
 class ModuleTemplateKind(Kind):
@@ -295,10 +303,13 @@ class ModuleTemplateKind(Kind):
 
 class ModuleReleaseMetaKind(Kind):
     kind, plural, spec = "ModuleReleaseMeta", "modulereleasemetas", ModuleReleaseMetaSpec
+    short_names = ("mrm",)
+    defaults = (("spec.beta", False), ("spec.internal", False))
 
 
 class ManifestKind(Kind):
     kind, plural, spec, status = "Manifest", "manifests", ManifestSpec, ManifestStatus
+    defaults = (("spec.customResourcePolicy", "CreateAndDelete"),)
     state_column = True
 
 

@@ -8,8 +8,13 @@ from pathlib import Path
 import pytest
 
 from reconciler.model.lifecycle import Module
-from reconciler.operator.catalog.resolve import CatalogError, resolve, version_key
-from reconciler.operator.controllers.remote_catalog import offered
+from reconciler.operator.catalog.resolve import (
+    CatalogError,
+    mandatory_modules,
+    resolve,
+    version_key,
+)
+from reconciler.operator.controllers.remote_catalog import offered, offered_catalog
 from tests.operator.modules import kyma as modules_kyma
 from tests.operator.modules import release_meta, template
 
@@ -128,3 +133,83 @@ def test_the_remote_catalog_offers_beta_and_internal_modules_only_to_labelled_ky
     assert set(offered(kyma, metas, templates)) == {"alpha-1.0.0", "beta-1.0.0"}
     kyma["metadata"]["labels"]["operator.kyma-project.io/internal"] = "true"
     assert set(offered(kyma, metas, templates)) == {"alpha-1.0.0", "beta-1.0.0", "gamma-1.0.0"}
+
+
+def test_a_restricted_module_is_resolved_and_offered_only_to_the_kymas_it_selects() -> None:
+    meta = release_meta(NS, "alpha", {"regular": "1.0.0"})
+    meta["spec"]["kymaSelector"] = {
+        "matchLabels": {"kyma-project.io/region": "eu"},
+        "matchExpressions": [
+            {"key": "kyma-project.io/plan", "operator": "In", "values": ["trial", "aws"]},
+            {"key": "kyma-project.io/frozen", "operator": "DoesNotExist"},
+        ],
+    }
+    templates = [template(NS, "alpha", "1.0.0", CHART)]
+    chosen = {"kyma-project.io/region": "eu", "kyma-project.io/plan": "aws"}
+    assert resolve(Module(name="alpha"), "regular", [meta], templates, kyma_labels=chosen)
+    for labels in (
+        {},
+        {**chosen, "kyma-project.io/region": "us"},
+        {**chosen, "kyma-project.io/plan": "azure"},
+        {**chosen, "kyma-project.io/frozen": "yes"},
+    ):
+        with pytest.raises(CatalogError, match="is restricted"):
+            resolve(Module(name="alpha"), "regular", [meta], templates, kyma_labels=labels)
+    kyma = modules_kyma(NS, "k", "regular", [])
+    assert offered(kyma, [meta], templates) == {}
+    kyma["metadata"]["labels"] = chosen
+    assert set(offered(kyma, [meta], templates)) == {"alpha-1.0.0"}
+
+
+def test_the_remote_catalog_is_every_channel_a_kyma_may_use_without_mandatory_modules() -> None:
+    """As the lifecycle manager's catalog sync: ModuleReleaseMetas with only the channels whose
+    template the Kyma may use, their templates, and nothing mandatory (every Kyma has those)."""
+    alpha = release_meta(NS, "alpha", {"regular": "1.0.0", "fast": "1.1.0", "exp": "9.9.9"})
+    shield = release_meta(NS, "shield", {})
+    shield["spec"]["mandatory"] = {"version": "1.0.0"}
+    legacy = template(NS, "old", "0.1.0", CHART)
+    legacy["spec"]["channel"] = "regular"
+    beta_template = template(NS, "alpha", "1.1.0", CHART)
+    beta_template["metadata"]["labels"] = {"operator.kyma-project.io/beta": "true"}
+    templates = [
+        template(NS, "alpha", "1.0.0", CHART),
+        beta_template,
+        template(NS, "shield", "1.0.0", CHART),
+        legacy,
+    ]
+    kyma = modules_kyma(NS, "k", "regular", [])
+    metas, offered_templates = offered_catalog(kyma, [alpha, shield], templates)
+    assert set(offered_templates) == {"alpha-1.0.0", "old-0.1.0"}
+    assert metas["alpha"]["spec"]["channels"] == [{"channel": "regular", "version": "1.0.0"}]
+    assert set(metas) == {"alpha"}
+    kyma["metadata"]["labels"] = {"operator.kyma-project.io/beta": "true"}
+    metas, offered_templates = offered_catalog(kyma, [alpha, shield], templates)
+    assert set(offered_templates) == {"alpha-1.0.0", "alpha-1.1.0", "old-0.1.0"}
+    assert [c["channel"] for c in metas["alpha"]["spec"]["channels"]] == ["regular", "fast"]
+
+
+def test_mandatory_modules_from_release_metas_and_older_mandatory_templates() -> None:
+    shield = release_meta(NS, "shield", {"regular": "2.0.0"})
+    shield["spec"]["mandatory"] = {"version": "1.0.0"}
+    missing = release_meta(NS, "ghost", {})
+    missing["spec"]["mandatory"] = {"version": "3.0.0"}
+    old1, old2 = template(NS, "guard", "1.0.0", CHART), template(NS, "guard", "1.2.0", CHART)
+    for old in (old1, old2):
+        old["spec"].update(mandatory=True, channel="regular")
+    templates = [
+        template(NS, "shield", "1.0.0", CHART),
+        template(NS, "shield", "2.0.0", CHART),
+        old1,
+        old2,
+    ]
+    found, problems = mandatory_modules([shield, missing], templates)
+    assert [(r.module, r.version) for r in found] == [("guard", "1.2.0"), ("shield", "1.0.0")]
+    assert problems == ["no ModuleTemplate for mandatory module ghost version 3.0.0"]
+    # listed by a Kyma: the mandatory version, whatever the channel says
+    listed = resolve(Module(name="shield"), "regular", [shield], templates)
+    assert listed.version == "1.0.0"
+    # an older mandatory template is never what a listed module resolves to
+    with pytest.raises(CatalogError, match="no ModuleReleaseMeta and no ModuleTemplate"):
+        resolve(Module(name="guard"), "regular", [], templates)
+    deleting = {**shield, "metadata": {**shield["metadata"], "deletionTimestamp": "x"}}
+    assert [r.module for r in mandatory_modules([deleting], templates[:2])[0]] == []

@@ -114,3 +114,38 @@ def test_a_template_with_only_a_descriptor_resolves_to_its_raw_manifest_layer() 
         "raw-manifest",
         "oci://r/m:1",
     )
+
+
+@pytest.mark.parametrize(
+    ("context", "access", "expected"),
+    [
+        (  # the repository's subPath is part of the base, as the lifecycle manager reads it
+            {"baseUrl": "registry:5000", "subPath": "prod"},
+            {"type": "localOciBlob/v1", "localReference": BLOB},
+            f"oci://registry:5000/prod/component-descriptors/kyma-project.io/module/x@{BLOB}",
+        ),
+        (  # no localReference: the component's version
+            {"baseUrl": "oci://registry:5000/prod"},
+            {"type": "localBlob"},
+            "oci://registry:5000/prod/component-descriptors/kyma-project.io/module/x:1.0.0",
+        ),
+        (  # the sha256-digest name mapping is not supported: no link
+            {"baseUrl": "registry:5000", "componentNameMapping": "sha256-digest"},
+            {"type": "localBlob", "localReference": BLOB},
+            None,
+        ),
+    ],
+)
+def test_local_blobs_are_found_where_ocm_stores_them(
+    context: dict[str, Any], access: dict[str, Any], expected: str | None
+) -> None:
+    descriptor = {
+        "component": {
+            "name": "kyma-project.io/module/x",
+            "version": "1.0.0",
+            "repositoryContexts": [{"type": "OCIRegistry", **context}],
+            "resources": [{"name": "raw-manifest", "type": "yaml", "access": access}],
+        }
+    }
+    found = descriptor_source(descriptor)
+    assert (found[1] if found else None) == expected

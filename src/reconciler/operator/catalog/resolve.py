@@ -10,7 +10,14 @@ resource, else the raw-manifest resource of its OCM descriptor. Every failure is
 Beta and internal modules (ModuleReleaseMeta `spec.beta` / `spec.internal`, or, as older
 catalogs say it, the ModuleTemplate's label `operator.kyma-project.io/beta` / `internal` set to
 "true") are offered only to a Kyma carrying the same label set to "true", as the lifecycle
-manager does; any other Kyma gets a `CatalogError` naming the label it lacks.
+manager does; any other Kyma gets a `CatalogError` naming the label it lacks. A
+ModuleReleaseMeta with a `kymaSelector` (a restricted module) is offered only to Kymas whose
+labels it selects.
+
+Mandatory modules (ModuleReleaseMeta `spec.mandatory.version`, or, older, a ModuleTemplate with
+`spec.mandatory: true` and no ModuleReleaseMeta) go to every Kyma at that version, whatever its
+channel and whether it lists them (`mandatory_modules`); an older mandatory template is never
+what a listed module resolves to, as the lifecycle manager refuses it there.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     GROUP,
     MODULE_NAME,
+    LabelSelector,
     Manager,
     Module,
     ModuleReleaseMetaSpec,
@@ -35,6 +43,8 @@ from reconciler.model.lifecycle import (
 from reconciler.operator.catalog.sources import descriptor_source
 
 SOURCE_KINDS = {"chart": "helm-chart", "rawManifest": "raw-manifest"}
+MANDATORY_MODULE = f"{GROUP}/mandatory-module"
+"""Label `"true"` on the Manifest of a mandatory module."""
 BETA = f"{GROUP}/beta"
 INTERNAL = f"{GROUP}/internal"
 """Labels of a Kyma (and, in older catalogs, of a ModuleTemplate): "true" enables."""
@@ -97,6 +107,36 @@ def _check_audience(
             raise CatalogError(
                 f"module {module} is {flag}: offered only to Kymas labelled {label}=true"
             )
+    selector = release.kyma_selector if release is not None else None
+    if selector is not None and not selects(selector, kyma_labels or {}):
+        raise CatalogError(
+            f"module {module} is restricted: offered only to Kymas its kymaSelector selects"
+        )
+
+
+def selects(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
+    """Kubernetes label selector semantics (`matchLabels` and `matchExpressions`, all must hold;
+    an unknown operator selects nothing)."""
+    for key, value in (selector.match_labels or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.match_expressions or []:
+        values = expression.values or []
+        present = expression.key in labels
+        match expression.operator:
+            case "In":
+                held = present and labels[expression.key] in values
+            case "NotIn":
+                held = not present or labels[expression.key] not in values
+            case "Exists":
+                held = present
+            case "DoesNotExist":
+                held = not present
+            case _:
+                held = False
+        if not held:
+            return False
+    return True
 
 
 def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
@@ -123,6 +163,8 @@ def resolve(
         release = ModuleReleaseMetaSpec.model_validate(meta["spec"])
         _check_audience(module.name, release, None, kyma_labels)
         versions = {c.channel: c.version for c in release.channels or []}
+        if release.mandatory is not None:
+            versions = {channel: release.mandatory.version}  # mandatory: one version for all
         if channel not in versions:
             raise CatalogError(
                 f"module {module.name} has no version on channel {channel} "
@@ -134,13 +176,24 @@ def resolve(
         if template is None:
             raise CatalogError(f"no ModuleTemplate for module {module.name} version {version}")
     else:
-        template = next((t for t in candidates if _template_spec(t).channel == channel), None)
+        template = next(
+            (
+                t
+                for t in candidates
+                if _template_spec(t).channel == channel and not _template_spec(t).mandatory
+            ),
+            None,
+        )
         if template is None:
             raise CatalogError(
                 f"module {module.name}: no ModuleReleaseMeta and no ModuleTemplate on channel "
                 f"{channel}"
             )
     _check_audience(module.name, None, template, kyma_labels)
+    return _resolved(module.name, channel, template)
+
+
+def _resolved(module: str, channel: str, template: Body) -> Resolved:
     spec = _template_spec(template)
     name = template["metadata"]["name"]
     found = [(r.name, r.link) for r in spec.resources or [] if r.name in SOURCE_KINDS]
@@ -155,7 +208,7 @@ def resolve(
     if not spec.version:
         raise CatalogError(f"ModuleTemplate {name}: spec.version is empty")
     return Resolved(
-        module=module.name,
+        module=module,
         channel=channel,
         version=spec.version,
         template=name,
@@ -165,3 +218,51 @@ def resolve(
         resource=spec.data or None,
         manager=spec.manager,
     )
+
+
+def mandatory_modules(metas: list[Body], templates: list[Body]) -> tuple[list[Resolved], list[str]]:
+    """The mandatory modules every Kyma gets, and why others marked mandatory cannot be
+    resolved (for the log: they concern no single Kyma). A ModuleReleaseMeta being deleted
+    no longer counts."""
+    found: list[Resolved] = []
+    problems: list[str] = []
+    released: set[str] = set()
+    for meta in metas:
+        spec = meta.get("spec") or {}
+        released.add(str(spec.get("moduleName") or ""))
+        if not spec.get("mandatory") or meta["metadata"].get("deletionTimestamp"):
+            continue
+        try:
+            release = ModuleReleaseMetaSpec.model_validate(spec)
+            version = release.mandatory.version if release.mandatory else ""
+            template = next(
+                (
+                    t
+                    for t in templates
+                    if _module_of(t) == release.module_name and _template_spec(t).version == version
+                ),
+                None,
+            )
+            if template is None:
+                raise CatalogError(
+                    f"no ModuleTemplate for mandatory module {release.module_name} "
+                    f"version {version}"
+                )
+            found.append(_resolved(release.module_name, "", template))
+        except (CatalogError, ValidationError) as exc:
+            problems.append(str(exc))
+    older: dict[str, Body] = {}
+    for template in templates:
+        module = _module_of(template)
+        if module in released or not (template.get("spec") or {}).get("mandatory"):
+            continue
+        have = older.get(module)
+        version = str((template.get("spec") or {}).get("version") or "")
+        if have is None or version_key(version) > version_key(str(have["spec"].get("version"))):
+            older[module] = template
+    for module, template in sorted(older.items()):
+        try:
+            found.append(_resolved(module, "", template))
+        except CatalogError as exc:
+            problems.append(str(exc))
+    return sorted(found, key=lambda r: r.module), problems

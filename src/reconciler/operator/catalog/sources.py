@@ -32,7 +32,8 @@ def descriptor_source(descriptor: dict[str, Any]) -> tuple[str, str] | None:
     The descriptor's `raw-manifest` resource (or a `helmChart` resource) with `ociArtifact` /
     `ociRegistry` access names its artifact by `imageReference`; with `localBlob` access the
     raw-manifest layer sits in the component's own repository,
-    `<baseUrl>/component-descriptors/<name>`, as OCM's `urlPath` name mapping stores it."""
+    `<baseUrl>[/<subPath>]/component-descriptors/<name>`, as OCM's `urlPath` name mapping stores
+    it (the lifecycle manager's reading: no `localReference` means the component's version)."""
     component = descriptor.get("component")
     if not isinstance(component, dict):
         return None
@@ -49,10 +50,27 @@ def descriptor_source(descriptor: dict[str, Any]) -> tuple[str, str] | None:
         kind = str(access.get("type", "")).partition("/")[0]
         if kind in ("ociArtifact", "ociRegistry") and access.get("imageReference"):
             return install, f"oci://{str(access['imageReference']).removeprefix('oci://')}"
-        if kind == "localBlob" and install == "rawManifest" and access.get("localReference"):
-            contexts = component.get("repositoryContexts") or [{}]
-            base = str(contexts[-1].get("baseUrl", "")).removeprefix("oci://").strip("/")
-            if base and component.get("name"):
-                repo = f"{base}/component-descriptors/{component['name']}"
-                return install, f"oci://{repo}@{access['localReference']}"
+        if kind in ("localBlob", "localOciBlob") and install == "rawManifest":
+            blob = _local_blob(component, access)
+            if blob is not None:
+                return install, blob
     return None
+
+
+def _local_blob(component: dict[str, Any], access: dict[str, Any]) -> str | None:
+    contexts = component.get("repositoryContexts") or [{}]
+    context = contexts[-1] if isinstance(contexts[-1], dict) else {}
+    if context.get("componentNameMapping", "urlPath") != "urlPath":
+        return None  # `sha256-digest` mapping: not supported (the lifecycle manager's default)
+    base = str(context.get("baseUrl", "")).removeprefix("oci://").strip("/")
+    sub_path = str(context.get("subPath") or "").strip("/")
+    if sub_path:
+        base = f"{base}/{sub_path}"
+    if not base or not component.get("name"):
+        return None
+    repo = f"{base}/component-descriptors/{component['name']}"
+    reference = str(access.get("localReference") or "")
+    if reference:
+        return f"oci://{repo}@{reference}"
+    version = str(component.get("version") or "")
+    return f"oci://{repo}:{version}" if version else None

@@ -19,7 +19,7 @@ def crd(kind: type[Kind]) -> dict[str, Any]:
     columns = [AGE_COLUMN]
     if kind.state_column:
         columns.insert(0, {"name": "State", "type": "string", "jsonPath": ".status.state"})
-    return generated(
+    body = generated(
         group=GROUP,
         version=VERSION,
         kind=kind.kind,
@@ -29,6 +29,20 @@ def crd(kind: type[Kind]) -> dict[str, Any]:
         columns=columns,
         short_names=kind.short_names,
     )
+    schema = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for path, value in kind.defaults:
+        _set_default(schema, path, value)
+    return body
+
+
+def _set_default(schema: dict[str, Any], path: str, value: Any) -> None:
+    """`default: value` on the property a dotted path names (`name[]`: the list's items)."""
+    node = schema
+    for step in path.split("."):
+        node = node["properties"][step.removesuffix("[]")]
+        if step.endswith("[]"):
+            node = node["items"]
+    node["default"] = value
 
 
 def all_crds() -> list[dict[str, Any]]:

@@ -35,7 +35,14 @@ from reconciler.model.lifecycle import (
     module_object_name,
 )
 from reconciler.observability.logging import get_logger, log_state_change
-from reconciler.operator.catalog.resolve import CatalogError, Resolved, resolve, version_key
+from reconciler.operator.catalog.resolve import (
+    MANDATORY_MODULE,
+    CatalogError,
+    Resolved,
+    mandatory_modules,
+    resolve,
+    version_key,
+)
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.fleet import FleetIndex
 from reconciler.operator.controllers.status import aggregate, last_operation
@@ -135,9 +142,11 @@ class KymaController:
         existing = await self._manifests(kyma)
         modules: list[dict[str, Any]] = []
         wanted = {m.name for m in spec.modules or []}
+        mandatory, problems = mandatory_modules(metas, templates)
+        always = {r.module for r in mandatory}  # a user cannot give these up either
         for module in spec.modules or []:
             current = await self._current(kyma, module.name, existing)
-            if not module.managed:
+            if not module.managed and module.name not in always:
                 if current is not None:
                     await self._release(current)
                 modules.append({"name": module.name, "state": str(State.UNMANAGED)})
@@ -164,6 +173,7 @@ class KymaController:
                 )
                 continue
             modules.append(self._module_status(module, resolved, manifest))
+        await self._mandatory(kyma, (mandatory, problems), existing, wanted)
         for module_name, manifest in existing.items():
             if module_name not in wanted and not manifest["metadata"].get("deletionTimestamp"):
                 await self.control.delete("Manifest", namespace, manifest["metadata"]["name"])
@@ -191,8 +201,44 @@ class KymaController:
         # installing Kymas 1,000 reconciles a second, starving the Manifests they waited for.
         return self.settings.success_interval
 
+    async def _mandatory(
+        self,
+        kyma: Body,
+        catalog_mandatory: tuple[list[Resolved], list[str]],
+        existing: dict[str, Body],
+        wanted: set[str],
+    ) -> None:
+        """Mandatory modules, as the lifecycle manager's mandatory-module controller: a
+        Manifest (labelled `mandatory-module`) on every Kyma whether it lists them or not, not
+        shown in its status and never removed (nor unmanaged) by its user; gone when the catalog
+        drops them."""
+        found, problems = catalog_mandatory
+        if problems:
+            get_logger(kyma=kyma["metadata"]["name"]).warning(
+                "mandatory modules not installed", problems="; ".join(problems)[:2048]
+            )
+        for resolved in found:
+            if resolved.module in wanted:
+                continue  # listed as well: installed above, at the mandatory version
+            wanted.add(resolved.module)
+            current = await self._current(kyma, resolved.module, existing)
+            try:
+                await self._ensure_manifest(
+                    kyma, Module(name=resolved.module), resolved, current, mandatory=True
+                )
+            except CatalogError as exc:
+                get_logger(kyma=kyma["metadata"]["name"]).warning(
+                    "mandatory module not installed", module=resolved.module, error=str(exc)
+                )
+
     async def _ensure_manifest(
-        self, kyma: Body, module: Module, resolved: Resolved, current: Body | None
+        self,
+        kyma: Body,
+        module: Module,
+        resolved: Resolved,
+        current: Body | None,
+        *,
+        mandatory: bool = False,
     ) -> Body:
         meta = kyma["metadata"]
         if current is not None:
@@ -216,7 +262,18 @@ class KymaController:
             spec["resource"] = resolved.resource
         if resolved.manager is not None:
             spec["manager"] = resolved.manager.dump()
-        if current is not None and _contains(current.get("spec") or {}, spec):
+        labels = {
+            KYMA_NAME: meta["name"],
+            MODULE_NAME: module.name,
+            CHANNEL: resolved.channel,
+            MANAGED_BY: MANAGER,
+        }
+        if mandatory:
+            labels[MANDATORY_MODULE] = "true"
+            del labels[CHANNEL]  # a mandatory module has one version on every channel
+        have_labels = (current or {}).get("metadata", {}).get("labels") or {}
+        same_labels = (MANDATORY_MODULE in have_labels) == mandatory
+        if current is not None and same_labels and _contains(current.get("spec") or {}, spec):
             return current
         body = {
             "apiVersion": API_VERSION,
@@ -228,12 +285,7 @@ class KymaController:
                     else manifest_name(meta["name"], module.name)
                 ),
                 "namespace": meta["namespace"],
-                "labels": {
-                    KYMA_NAME: meta["name"],
-                    MODULE_NAME: module.name,
-                    CHANNEL: resolved.channel,
-                    MANAGED_BY: MANAGER,
-                },
+                "labels": labels,
                 "ownerReferences": [
                     {
                         "apiVersion": API_VERSION,

@@ -2,11 +2,13 @@
 Kyma merged with it, and the module catalog and module configuration in between.
 
 Per Kyma with a remote cluster (finalizer `operator.kyma-project.io/remote-sync`): install the
-Kyma and ModuleTemplate CRDs there (labelled ours, unless they were there already), keep the
-remote Kyma (owner annotation, the control plane's channel; `spec.modules` belong to the
-remote users), merge its modules into the control-plane Kyma (`remote_merge.py`), mirror the
-aggregated status back, copy the catalog (`remote_catalog.py`) and the module custom resources'
-specs into ModuleConfigs (`module_configs.py`), and watch the remote side (`remote_watch.py`).
+Kyma, ModuleTemplate and ModuleReleaseMeta CRDs there (labelled ours, unless they were there
+already) and the `kyma-system` namespace with the lifecycle manager's labels, keep the remote
+Kyma (created with the control plane's spec; then its `channel` and `modules` are the remote
+users' truth, `remote_merge.py`; the lifecycle manager's labels from the control-plane Kyma),
+mirror the aggregated status back as the lifecycle manager does, copy the catalog
+(`remote_catalog.py`) and the module custom resources' specs into ModuleConfigs
+(`module_configs.py`), and watch the remote side (`remote_watch.py`).
 Deleting the control-plane Kyma removes the remote Kyma, the copied catalog and our CRDs.
 """
 
@@ -30,6 +32,7 @@ from reconciler.model.lifecycle import (
     SKIP_RECONCILIATION,
     SYNC,
     KymaKind,
+    ModuleReleaseMetaKind,
     ModuleTemplateKind,
 )
 from reconciler.observability.logging import get_logger
@@ -41,14 +44,17 @@ from reconciler.operator.clusters.remote_watch import RemoteWatch
 from reconciler.operator.clusters.targets import TargetClusters, TargetMissing, connection_lost
 from reconciler.operator.controllers.module_configs import ModuleConfigs
 from reconciler.operator.controllers.remote_catalog import (
+    CATALOG_KINDS,
     REMOTE_NAMESPACE,
     remove_catalog,
     sync_catalog,
 )
 from reconciler.operator.controllers.remote_merge import (
     REMOTE_MODULES,
-    merge,
-    remote_names,
+    REMOTE_SPEC,
+    agreed,
+    decide,
+    spec_of,
     valid_entries,
 )
 from reconciler.operator.controllers.status import last_operation
@@ -63,7 +69,22 @@ OWNER = f"{GROUP}/owner"
 LEFT_OUT_CONDITION = "RemoteModules"
 """Condition on the remote Kyma: which of its `spec.modules` entries were not taken, and why."""
 MIRRORED = ("state", "modules", "activeChannel", "conditions", "lastOperation")
-REMOTE_KINDS = (KymaKind, ModuleTemplateKind)
+REMOTE_KINDS = (KymaKind, ModuleTemplateKind, ModuleReleaseMetaKind)
+LM_MANAGER = "kyma"
+"""The lifecycle manager's value of `managed-by` and `watched-by` on the remote Kyma and the
+`kyma-system` namespace (what people and tools there select on)."""
+WATCHED_BY = f"{GROUP}/watched-by"
+ACCOUNT_LABELS = (
+    "kyma-project.io/runtime-id",
+    "kyma-project.io/global-account-id",
+    "kyma-project.io/subaccount-id",
+)
+"""Copied from the control-plane Kyma to the remote Kyma when present."""
+NAMESPACE_LABELS = {
+    MANAGED_BY: LM_MANAGER,
+    "istio-injection": "enabled",
+    "namespaces.warden.kyma-project.io/validate": "enabled",
+}
 CONFLICT_RETRY = 0.05
 
 
@@ -133,7 +154,7 @@ class RemoteSync:
         )
         remote = ControlPlane(cluster)
         mirror = await self._remote_kyma(remote, kyma)
-        left_out = await self._merge(kyma, mirror)
+        left_out = await self._replace_spec(remote, kyma, mirror)
         await self._mirror(remote, kyma, mirror, left_out)
         await sync_catalog(self.control, remote, kyma)
         kinds.add((API_VERSION, "Kyma"))
@@ -169,16 +190,24 @@ class RemoteSync:
             body["metadata"]["labels"] = {MANAGED_BY: MANAGER}
             live.append(await cluster.apply(body, field_manager=FIELD_MANAGER))
         await cluster.apply(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": REMOTE_NAMESPACE}},
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": REMOTE_NAMESPACE, "labels": NAMESPACE_LABELS},
+            },
             field_manager=FIELD_MANAGER,
         )
         await wait_ready(cluster, live, timeout=60)
         cluster.mapper.invalidate()
 
     async def _remote_kyma(self, remote: ControlPlane, kyma: Body) -> Body:
+        """The remote Kyma: created with the control plane's spec (as the lifecycle manager
+        does); its labels and owner annotation kept; its spec left to `_replace_spec`."""
         meta = kyma["metadata"]
         owner = f"{meta['namespace']}/{meta['name']}"
-        channel = (kyma.get("spec") or {}).get("channel")
+        labels = {MANAGED_BY: LM_MANAGER, WATCHED_BY: LM_MANAGER, KYMA_NAME: meta["name"]}
+        control_labels = meta.get("labels") or {}
+        labels |= {k: control_labels[k] for k in ACCOUNT_LABELS if k in control_labels}
         have = await remote.get("Kyma", REMOTE_NAMESPACE, REMOTE_NAME)
         if have is not None:
             other = (have["metadata"].get("annotations") or {}).get(OWNER)
@@ -187,43 +216,60 @@ class RemoteSync:
                     f"the remote Kyma {REMOTE_NAMESPACE}/{REMOTE_NAME} mirrors Kyma {other}, "
                     f"not {owner}: one remote cluster belongs to one Kyma"
                 )
-            if other == owner and (have.get("spec") or {}).get("channel") == channel:
+            have_labels = have["metadata"].get("labels") or {}
+            if other == owner and all(have_labels.get(k) == v for k, v in labels.items()):
                 return have
+            patch = {"metadata": {"labels": labels, "annotations": {OWNER: owner}}}
+            await remote.patch("Kyma", REMOTE_NAMESPACE, REMOTE_NAME, patch)
+            return await remote.get("Kyma", REMOTE_NAMESPACE, REMOTE_NAME) or have
+        spec = kyma.get("spec") or {}
         body = {
             "apiVersion": API_VERSION,
             "kind": "Kyma",
             "metadata": {
                 "name": REMOTE_NAME,
                 "namespace": REMOTE_NAMESPACE,
-                "labels": {MANAGED_BY: MANAGER, KYMA_NAME: meta["name"]},
+                "labels": labels,
                 "annotations": {OWNER: owner},
             },
-            "spec": {"channel": channel},
+            "spec": {"channel": spec.get("channel"), "modules": spec.get("modules") or []},
         }
         return await remote.apply(body)
 
-    async def _merge(self, kyma: Body, mirror: Body) -> list[str]:
-        """Merge the remote entries in; return why some were left out (for the remote side)."""
-        entries, problems = valid_entries((mirror.get("spec") or {}).get("modules") or [])
+    async def _replace_spec(self, remote: ControlPlane, kyma: Body, mirror: Body) -> list[str]:
+        """The remote spec as the truth (`remote_merge.py`); return why some remote entries
+        were left out (for the remote side)."""
+        remote_spec = mirror.get("spec") or {}
+        problems = valid_entries(remote_spec.get("modules") or [])[1]
         if problems:
             get_logger(kyma=kyma["metadata"]["name"], part="remote-sync").warning(
                 "remote modules left out", problems="; ".join(problems)[:2048]
             )
-        current = (kyma.get("spec") or {}).get("modules") or []
-        added = remote_names(kyma)
-        modules, names = merge(current, added, entries)
-        if modules == current and names == added:
-            return problems
+        last = agreed(kyma)
+        where, spec = decide(spec_of(kyma.get("spec")), spec_of(remote_spec), last)
+        if where in ("remote", "both"):
+            mirror_meta = mirror["metadata"]
+            patch = {
+                "metadata": {"resourceVersion": mirror_meta["resourceVersion"]},
+                "spec": spec,
+            }  # guarded: a user's edit meanwhile is read (and wins) next time
+            await remote.patch("Kyma", REMOTE_NAMESPACE, REMOTE_NAME, patch)
+        if where or spec != last:
+            await self._agree(kyma, spec, spec if where in ("control", "both") else None)
+        return problems
+
+    async def _agree(self, kyma: Body, agreed_spec: Body, spec: Body | None) -> None:
+        """Record the agreed spec on the control-plane Kyma, with `spec` its new spec."""
         meta = kyma["metadata"]
         patch: dict[str, Any] = {
             "metadata": {
                 "resourceVersion": meta["resourceVersion"],
-                "annotations": {REMOTE_MODULES: json.dumps(names) if names else None},
+                "annotations": {REMOTE_SPEC: json.dumps(agreed_spec), REMOTE_MODULES: None},
             },
-            "spec": {"modules": modules},
         }
+        if spec is not None:
+            patch["spec"] = spec
         await self.control.patch("Kyma", meta["namespace"], meta["name"], patch)
-        return problems
 
     @staticmethod
     async def _mirror(remote: ControlPlane, kyma: Body, mirror: Body, left_out: list[str]) -> None:
@@ -231,6 +277,8 @@ class RemoteSync:
         saying which of the remote user's entries were left out (and why)."""
         status = kyma.get("status") or {}
         wanted = {k: status[k] for k in MIRRORED if k in status}
+        if "modules" in wanted:
+            wanted["modules"] = [_remote_module(m) for m in wanted["modules"]]
         conditions = [
             c for c in wanted.get("conditions") or [] if c.get("type") != LEFT_OUT_CONDITION
         ]
@@ -310,8 +358,19 @@ class RemoteSync:
             annotations = (mirror or {}).get("metadata", {}).get("annotations") or {}
             if mirror is not None and annotations.get(OWNER) == owner:
                 await remote.delete("Kyma", REMOTE_NAMESPACE, REMOTE_NAME)
-        if served["ModuleTemplate"]:
-            await remove_catalog(remote)
+        await remove_catalog(remote, tuple(k for k in CATALOG_KINDS if served[k]))
         for obj in ours:
             await cluster.delete(obj)
         cluster.mapper.invalidate()
+
+
+def _remote_module(entry: Body) -> Body:
+    """A module's status as the remote side sees it (the lifecycle manager's status sync): its
+    template in `kyma-system`, where the catalog copy is, and no reference to the control
+    plane's Manifest."""
+    out = {k: v for k, v in entry.items() if k != "manifest"}
+    template = out.get("template")
+    if isinstance(template, dict):
+        meta = {**(template.get("metadata") or {}), "namespace": REMOTE_NAMESPACE}
+        out["template"] = {**template, "metadata": meta}
+    return out
