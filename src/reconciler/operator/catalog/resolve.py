@@ -16,7 +16,7 @@ manager does; any other Kyma gets a `CatalogError` naming the label it lacks.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,11 @@ SOURCE_KINDS = {"chart": "helm-chart", "rawManifest": "raw-manifest"}
 BETA = f"{GROUP}/beta"
 INTERNAL = f"{GROUP}/internal"
 """Labels of a Kyma (and, in older catalogs, of a ModuleTemplate): "true" enables."""
+
+
+Choose = Callable[[str, str, str], str]
+"""(module, channel, the channel's version) -> the version this Kyma gets now: a rollout policy
+(`operator/rollout/`) holds a Kyma on its installed version until its wave is admitted."""
 
 
 class CatalogError(ReconcilerError):
@@ -113,9 +118,11 @@ def resolve(
     templates: list[Body],
     *,
     kyma_labels: Mapping[str, str] | None = None,
+    choose: Choose | None = None,
 ) -> Resolved:
     """The template a Kyma's module gets. `kyma_labels` are the Kyma's labels (None: it has
-    none, so beta and internal modules are refused)."""
+    none, so beta and internal modules are refused); `choose` may replace a ModuleReleaseMeta's
+    version by another (a rollout's decision)."""
     channel = module.channel or kyma_channel
     candidates = [t for t in templates if _module_of(t) == module.name]
     meta = next((m for m in metas if (m.get("spec") or {}).get("moduleName") == module.name), None)
@@ -130,6 +137,8 @@ def resolve(
                 f"{', '.join(sorted(versions)) or 'none'})"
             )
         version = versions[channel]
+        if choose is not None:
+            version = choose(module.name, channel, version)
         template = next((t for t in candidates if _template_spec(t).version == version), None)
         if template is None:
             raise CatalogError(f"no ModuleTemplate for module {module.name} version {version}")

@@ -40,6 +40,7 @@ from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.fleet import FleetIndex
 from reconciler.operator.controllers.status import aggregate, last_operation
 from reconciler.operator.metrics import OperatorMetrics
+from reconciler.operator.rollout.index import RolloutIndex
 from reconciler.operator.settings import OperatorSettings
 from reconciler.util.backoff import Backoff
 
@@ -64,8 +65,11 @@ class KymaController:
         settings: OperatorSettings,
         metrics: OperatorMetrics | None = None,
         fleet: FleetIndex | None = None,
+        rollouts: RolloutIndex | None = None,
     ) -> None:
         self.metrics = metrics or OperatorMetrics()
+        self.rollouts = rollouts
+        """Which version each Kyma gets while a release rolls out (None: the channel's)."""
         self.fleet = fleet
         """Where the Kymas' Manifests are known from events (else each reconcile LISTs them)."""
         self.control = control
@@ -133,6 +137,12 @@ class KymaController:
         metas, templates, indexed = await self._catalog(namespace)
         labels = meta.get("labels") or {}
         existing = await self._manifests(kyma)
+        choose = None
+        if self.rollouts is not None:
+            installed = {
+                k: str((m.get("spec") or {}).get("version") or "") for k, m in existing.items()
+            }
+            choose = self.rollouts.for_kyma(namespace, meta["name"], labels, installed)
         modules: list[dict[str, Any]] = []
         wanted = {m.name for m in spec.modules or []}
         for module in spec.modules or []:
@@ -143,16 +153,18 @@ class KymaController:
                 modules.append({"name": module.name, "state": str(State.UNMANAGED)})
                 continue
             try:
+                args = (module, spec.channel)
                 try:
-                    resolved = resolve(module, spec.channel, metas, templates, kyma_labels=labels)
+                    resolved = resolve(*args, metas, templates, kyma_labels=labels, choose=choose)
                 except CatalogError:
                     if not indexed:
                         raise
                     # the index may lag an event (a template and its release meta arrive on
                     # different watches): ask the apiserver once
                     metas, templates, indexed = await self._catalog(namespace, fresh=True)
-                    resolved = resolve(module, spec.channel, metas, templates, kyma_labels=labels)
-                manifest = await self._ensure_manifest(kyma, module, resolved, current)
+                    resolved = resolve(*args, metas, templates, kyma_labels=labels, choose=choose)
+                back = choose is not None and module.name in choose.rollback
+                manifest = await self._ensure_manifest(kyma, module, resolved, current, back)
             except CatalogError as exc:
                 modules.append(
                     {
@@ -192,10 +204,16 @@ class KymaController:
         return self.settings.success_interval
 
     async def _ensure_manifest(
-        self, kyma: Body, module: Module, resolved: Resolved, current: Body | None
+        self,
+        kyma: Body,
+        module: Module,
+        resolved: Resolved,
+        current: Body | None,
+        rollback: bool = False,
     ) -> Body:
+        """`rollback`: a rollout policy sends the module back to an older version."""
         meta = kyma["metadata"]
-        if current is not None:
+        if current is not None and not rollback:
             have = str((current.get("spec") or {}).get("version") or "")
             if have and version_key(resolved.version) < version_key(have):
                 raise CatalogError(
