@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from reconciler.errors import ReconcilerError
+from reconciler.errors import KubeApiError, ReconcilerError
 from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     API_VERSION,
@@ -265,7 +265,40 @@ class KymaController:
             },
             "spec": spec,
         }
+        have = str(((current or {}).get("spec") or {}).get("version") or "")
+        if current is not None and have != resolved.version and self._rolled_out(kyma, module):
+            await self._switching(current, resolved.version)
         return await self.control.apply(body)
+
+    def _rolled_out(self, kyma: Body, module: Module) -> bool:
+        """Whether a rollout policy watches the module's health (`operator/rollout/`)."""
+        namespace = kyma["metadata"]["namespace"]
+        return self.rollouts is not None and bool(self.rollouts.policy_for(namespace, module.name))
+
+    async def _switching(self, manifest: Body, version: str) -> None:
+        """Before a Manifest gets a new version: its `Ready` is the old version's, which a
+        rollout's gate must not count. Its state goes `Processing` first (status-only: no
+        Manifest run for it), then the spec changes, whose run reports on the new version.
+        Guarded by the resourceVersion (a lagging index's copy is read again once)."""
+        status = {
+            "state": str(State.PROCESSING),
+            "lastOperation": last_operation({}, f"switching to version {version}"),
+        }
+        meta = manifest["metadata"]
+        for _ in range(2):
+            patch = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status}
+            try:
+                await self.control.patch(
+                    "Manifest", meta["namespace"], meta["name"], patch, status=True
+                )
+                return
+            except KubeApiError as exc:
+                if exc.status != 409:
+                    raise
+            fresh = await self.control.get("Manifest", meta["namespace"], meta["name"])
+            if fresh is None:
+                return
+            meta = fresh["metadata"]
 
     @staticmethod
     def _module_status(module: Module, resolved: Resolved, manifest: Body) -> dict[str, Any]:
