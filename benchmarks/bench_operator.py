@@ -97,6 +97,48 @@ def _kyma(name: str, modules: list[str]) -> dict[str, Any]:
     }
 
 
+def _template(module: str, version: str, chart: Path) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModuleTemplate",
+        "metadata": {"name": f"{module}-{version}", "namespace": NS},
+        "spec": {
+            "moduleName": module,
+            "version": version,
+            "descriptor": {},
+            "resources": [{"name": "chart", "link": str(chart)}],
+        },
+    }
+
+
+def _release_meta(module: str, version: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModuleReleaseMeta",
+        "metadata": {"name": module, "namespace": NS},
+        "spec": {"moduleName": module, "channels": [{"channel": "regular", "version": version}]},
+    }
+
+
+async def _secrets(control: Cluster, kymas: int, config: str) -> None:
+    """Each Kyma's kubeconfig Secret (all name the one "remote" apiserver)."""
+    await _bounded(
+        kymas,
+        lambda i: control.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": f"kubeconfig-k{i}",
+                    "namespace": NS,
+                    "labels": {"operator.kyma-project.io/kyma-name": f"k{i}"},
+                },
+                "data": {"config": config},
+            }
+        ),
+    )
+
+
 async def _states(control: Cluster) -> list[str]:
     info = await control.mapper.resolve(API_VERSION, "Kyma")
     return [
@@ -120,46 +162,9 @@ async def main(
         kubeconfig = await asyncio.to_thread(Path(remote_info.kubeconfig).read_bytes)
         config = base64.b64encode(kubeconfig).decode()
         for module in names:
-            chart = _chart(root / "charts", module)
-            await control.apply(
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "ModuleTemplate",
-                    "metadata": {"name": f"{module}-1.0.0", "namespace": NS},
-                    "spec": {
-                        "moduleName": module,
-                        "version": "1.0.0",
-                        "descriptor": {},
-                        "resources": [{"name": "chart", "link": str(chart)}],
-                    },
-                }
-            )
-            await control.apply(
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "ModuleReleaseMeta",
-                    "metadata": {"name": module, "namespace": NS},
-                    "spec": {
-                        "moduleName": module,
-                        "channels": [{"channel": "regular", "version": "1.0.0"}],
-                    },
-                }
-            )
-        await _bounded(
-            kymas,
-            lambda i: control.apply(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": {
-                        "name": f"kubeconfig-k{i}",
-                        "namespace": NS,
-                        "labels": {"operator.kyma-project.io/kyma-name": f"k{i}"},
-                    },
-                    "data": {"config": config},
-                }
-            ),
-        )
+            await control.apply(_template(module, "1.0.0", _chart(root / "charts", module)))
+            await control.apply(_release_meta(module, "1.0.0"))
+        await _secrets(control, kymas, config)
         # every Kyma's "remote" cluster is the same apiserver: no remote Kyma to share
         settings = OperatorSettings(
             module_namespace="{kyma}",
@@ -293,32 +298,10 @@ async def rollout_main(kymas: int, soak: float, deadline: float, root: Path) -> 
             "1.2.0": _chart(root / "charts" / "1.2.0", module),
         }
         for version, chart in charts.items():
-            await control.apply(
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "ModuleTemplate",
-                    "metadata": {"name": f"{module}-{version}", "namespace": NS},
-                    "spec": {
-                        "moduleName": module,
-                        "version": version,
-                        "descriptor": {},
-                        "resources": [{"name": "chart", "link": str(chart)}],
-                    },
-                }
-            )
+            await control.apply(_template(module, version, chart))
 
         async def publish(version: str) -> None:
-            await control.apply(
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "ModuleReleaseMeta",
-                    "metadata": {"name": module, "namespace": NS},
-                    "spec": {
-                        "moduleName": module,
-                        "channels": [{"channel": "regular", "version": version}],
-                    },
-                }
-            )
+            await control.apply(_release_meta(module, version))
 
         async def policy(gate_deadline: float) -> None:
             await control.apply(
@@ -336,21 +319,7 @@ async def rollout_main(kymas: int, soak: float, deadline: float, root: Path) -> 
 
         await publish("1.0.0")
         await policy(deadline)
-        await _bounded(
-            kymas,
-            lambda i: control.apply(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": {
-                        "name": f"kubeconfig-k{i}",
-                        "namespace": NS,
-                        "labels": {"operator.kyma-project.io/kyma-name": f"k{i}"},
-                    },
-                    "data": {"config": config},
-                }
-            ),
-        )
+        await _secrets(control, kymas, config)
         settings = OperatorSettings(
             module_namespace="{kyma}",
             busy_interval=1,
