@@ -4,8 +4,6 @@ gets (`operator/rollout/plan.py`, `index.py`). No cluster: table cases, fast."""
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
-import sys
 
 import pytest
 
@@ -36,14 +34,8 @@ def spec(**fields: object) -> ModuleRolloutSpec:
 
 def test_buckets_are_stable_across_processes_and_spread_evenly() -> None:
     here = [plan.bucket("salt", NS, f"k{i}") for i in range(5)]
-    code = (
-        "from reconciler.operator.rollout.plan import bucket;"
-        "print([bucket('salt', 'kcp-system', f'k{i}') for i in range(5)])"
-    )
-    other = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert other.strip() == str(here)  # another process (hash seed) computes the same
+    # pinned: sha256, not Python's seeded hash(), so every process and release agrees
+    assert here == [44.46, 52.78, 55.89, 86.11, 2.48]
     assert plan.bucket("other", NS, "k0") != here[0]  # the salt moves it
     places = [plan.bucket("s", NS, f"k{i}") for i in range(10_000)]
     assert all(0 <= p < 100 for p in places)

@@ -178,13 +178,14 @@ async def test_a_release_rolls_through_waves_halts_resumes_and_rolls_back(
                     "spec": {"channel": "regular", "modules": [{"name": MODULE}]},
                 }
             )
-        await bed.policy(paused=True)
+        await bed.policy()
         operator = Operator(control, ChartCache(tmp_path / "cache"), settings)
         async with running(operator, kubeconfig, namespace):
             await bed.all_on("1.0.0")
             await bed.phase("1.0.0", "Complete")  # the version in place is adopted
 
             # a good release, paused: only the first wave takes it until it is resumed
+            await cli(kubeconfig, "pause", MODULE, "-n", namespace)
             await bed.release("1.1.0")
             paused = await bed.phase("1.1.0", "Paused")
             assert paused["wave"] == 0
