@@ -221,8 +221,8 @@ def test_catalog_resolution_asks_the_rollout_and_without_a_policy_nothing_change
     assert resolved.version == "1.1.0"  # no policy: the channel's version at once
     release = plan.start(plan.adopt("alpha", "regular", "1.0.0", T0), "1.1.0", T0).release
     release.phase = Phase.ROLLED_BACK
-    assert index.observe(_policy("alpha", "alpha", [release.dump()]))
-    assert not index.observe(_policy("alpha", "alpha", [release.dump()]))  # nothing new
+    assert index.observe(_policy("alpha", "alpha", [release.dump()])) is None  # new: all Kymas
+    assert index.observe(_policy("alpha", "alpha", [release.dump()])) == set()  # nothing new
     choose = index.for_kyma(NS, "k1", {}, {"alpha": "1.1.0"})
     resolved = resolve(Module(name="alpha"), "regular", metas, templates, choose=choose)
     assert (resolved.version, choose.rollback) == ("1.0.0", {"alpha"})
@@ -233,3 +233,36 @@ def test_catalog_resolution_asks_the_rollout_and_without_a_policy_nothing_change
     broken["spec"] = {"module": "beta", "waves": []}
     index.observe(broken)
     assert index.for_kyma(NS, "k1", {}, {"beta": "0.9.0"})("beta", "regular", "1.0.0") == "0.9.0"
+
+
+def test_a_wave_moving_requeues_only_the_kymas_up_to_it() -> None:
+    index = RolloutIndex()
+    for name, tier in (("k1", "canary"), ("k2", ""), ("k3", "")):
+        labels = {"tier": tier} if tier else {}
+        index.observe_kyma(
+            {
+                "metadata": {"namespace": NS, "name": name, "labels": labels},
+                "spec": {"channel": "regular", "modules": [{"name": "alpha"}]},
+            }
+        )
+    policy = _policy("alpha", "alpha")
+    policy["spec"] = {  # type: ignore[index]
+        "module": "alpha",
+        "waves": [
+            {"name": "canary", "selector": {"matchLabels": {"tier": "canary"}}},
+            {"name": "rest"},
+        ],
+    }
+    release = plan.start(plan.adopt("alpha", "regular", "1.0.0", T0), "1.1.0", T0).release
+    policy["status"] = {"releases": [release.dump()]}
+    assert index.observe(policy) is None  # first seen: every Kyma
+    release.wave = 0
+    release.message = "counted again"  # no decision changed
+    policy["status"] = {"releases": [release.dump()]}
+    assert index.observe(policy) == set()
+    release.phase = Phase.HALTED
+    policy["status"] = {"releases": [release.dump()]}
+    assert index.observe(policy) == {"k1"}
+    release.phase, release.wave = Phase.PROGRESSING, 1
+    policy["status"] = {"releases": [release.dump()]}
+    assert index.observe(policy) == {"k1", "k2", "k3"}

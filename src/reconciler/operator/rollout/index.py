@@ -100,8 +100,9 @@ class RolloutIndex:
         for body in items:
             self.observe(body)
 
-    def observe(self, body: Body, *, deleted: bool = False) -> bool:
-        """Record a ModuleRollout event; whether the Kymas' versions may have changed."""
+    def observe(self, body: Body, *, deleted: bool = False) -> set[str] | None:
+        """Record a ModuleRollout event; the Kymas whose versions may have changed (None:
+        every Kyma of the namespace; empty: none)."""
         meta = body["metadata"]
         namespace, name = str(meta["namespace"]), str(meta["name"])
         known = self._policies.setdefault(namespace, {})
@@ -109,7 +110,9 @@ class RolloutIndex:
         if not deleted:
             known[name] = parse(body)
         after = known.get(name)
-        return (before.decisions() if before else None) != (after.decisions() if after else None)
+        if (before.decisions() if before else None) == (after.decisions() if after else None):
+            return set()
+        return self.affected(before, after)
 
     def observe_kyma(self, body: Body, *, deleted: bool = False) -> None:
         meta = body["metadata"]
@@ -120,6 +123,37 @@ class RolloutIndex:
             kymas.pop(name, None)
         else:
             kymas[name] = info
+
+    def affected(self, before: Policy | None, after: Policy | None) -> set[str] | None:
+        """The Kymas whose versions a policy's change may move (None: every Kyma of the
+        namespace): a release's Kymas up to its wave, where that release moved; all when the
+        policy itself came, went or changed its waves."""
+        if before is None or after is None or before.spec is None or after.spec is None:
+            return None
+        if before.spec.model_dump(exclude={"paused", "aborted", "gate", "on_failure"}) != (
+            after.spec.model_dump(exclude={"paused", "aborted", "gate", "on_failure"})
+        ):
+            return None
+        moved: set[str] = set()
+        for key, release in after.releases.items():
+            old = before.releases.get(key)
+            same = old is not None and (old.version, old.previous, old.phase, old.wave) == (
+                release.version,
+                release.previous,
+                release.phase,
+                release.wave,
+            )
+            if same:
+                continue
+            last = len(after.spec.waves) if release.phase == "Complete" else release.wave
+            module, channel = key
+            for kyma in self.kymas(after.namespace):
+                if kyma.modules.get(module) != channel:
+                    continue
+                wave = wave_of(after.spec, after.salt, after.namespace, kyma.name, kyma.labels)
+                if wave <= last:
+                    moved.add(kyma.name)
+        return moved
 
     def policies(self, namespace: str) -> list[Policy]:
         return [p for _, p in sorted(self._policies.get(namespace, {}).items())]

@@ -119,6 +119,9 @@ class Operator:
         self.targets = TargetClusters(self.control, control, self.fleet)
         core = ComponentReconciler(HelmChartProvider(charts, policy=self.settings.source_policy()))
         self.queue = WorkQueue(self._handle, workers=self.settings.workers, part="operator-queue")
+        self.rollout_queue = WorkQueue(self._handle, workers=1, part="operator-rollouts")
+        """ModuleRollouts on a queue of their own: a wave's soak or deadline ends on time even
+        behind a backlog of the fleet's Kymas and Manifests."""
         self.drift = DriftWatch(self.queue.add)
         self.settled = SettledRuns(self.settings.verify_interval)
         self.metrics = OperatorMetrics()
@@ -306,7 +309,7 @@ class Operator:
 
     def _count_rollouts(self, namespace: str, delay: float = ROLLOUT_DELAY) -> None:
         for policy in self.rollout_index.policies(namespace):
-            self.queue.add(("ModuleRollout", namespace, policy.name), delay)
+            self.rollout_queue.add(("ModuleRollout", namespace, policy.name), delay)
 
     def _rollout_event(self, body: Body, event_type: str | None) -> None:
         """A ModuleRollout: its spec changed (run it), or its status moved a release to another
@@ -314,10 +317,13 @@ class Operator:
         deleted = event_type == "DELETED"
         meta = body["metadata"]
         key = ("ModuleRollout", str(meta["namespace"]), str(meta["name"]))
-        if self.rollout_index.observe(body, deleted=deleted):
+        moved = self.rollout_index.observe(body, deleted=deleted)
+        if moved is None:
             self._all_kymas(key[1])
+        for kyma in sorted(moved or ()):
+            self.queue.add(("Kyma", key[1], kyma))
         if self._changed(key, body, event_type):
-            self.queue.add(key)
+            self.rollout_queue.add(key)
 
     def _kyma_event(self, body: Body, event_type: str | None) -> None:
         meta = body["metadata"]
@@ -417,6 +423,7 @@ class Operator:
         if self.shards is not None:
             self.shards.namespace = namespace or ""
             ours.append(asyncio.create_task(self.shards.shards.run()))
+        ours.append(asyncio.create_task(self.rollout_queue.run()))
         try:
             waited: list[asyncio.Future[Any]] = [kopf_done, *ours]
             await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
