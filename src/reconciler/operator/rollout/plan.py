@@ -68,7 +68,7 @@ def selects(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
             case "DoesNotExist":
                 ok = not present
             case _:
-                ok = False  # an unknown operator selects nothing (the controller says so)
+                ok = False  # an unknown operator selects nothing
         if not ok:
             return False
     return True
