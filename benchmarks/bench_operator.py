@@ -6,6 +6,12 @@ to all Ready, the operator's CPU while the fleet idles, its peak RSS, and the la
 a module to one Kyma to that module's object on its cluster (p50/p99 over samples). Issue 13's
 target: 5,000 x 5 with p99 <= 1 s and RSS <= 1 GiB; `--kymas` scales the run down.
 Results: benchmarks/results/operator-<timestamp>.json.
+
+`--rollout` (issue 31) measures a ModuleRollout instead, one module per Kyma, waves 1 %, 10 %,
+50 %, 100 % (`--soak` seconds each): a broken release (a Deployment that never becomes ready):
+how many Kymas ever got it (target: at most the first wave's size) and the time from release
+to halt (target: the gate's deadline + 5 s); then a good release: the time to 100 % against the
+sum of the waves' soak times (target: at most 10 % more). Results: rollout-<timestamp>.json.
 """
 
 from __future__ import annotations
@@ -91,6 +97,48 @@ def _kyma(name: str, modules: list[str]) -> dict[str, Any]:
     }
 
 
+def _template(module: str, version: str, chart: Path) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModuleTemplate",
+        "metadata": {"name": f"{module}-{version}", "namespace": NS},
+        "spec": {
+            "moduleName": module,
+            "version": version,
+            "descriptor": {},
+            "resources": [{"name": "chart", "link": str(chart)}],
+        },
+    }
+
+
+def _release_meta(module: str, version: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModuleReleaseMeta",
+        "metadata": {"name": module, "namespace": NS},
+        "spec": {"moduleName": module, "channels": [{"channel": "regular", "version": version}]},
+    }
+
+
+async def _secrets(control: Cluster, kymas: int, config: str) -> None:
+    """Each Kyma's kubeconfig Secret (all name the one "remote" apiserver)."""
+    await _bounded(
+        kymas,
+        lambda i: control.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": f"kubeconfig-k{i}",
+                    "namespace": NS,
+                    "labels": {"operator.kyma-project.io/kyma-name": f"k{i}"},
+                },
+                "data": {"config": config},
+            }
+        ),
+    )
+
+
 async def _states(control: Cluster) -> list[str]:
     info = await control.mapper.resolve(API_VERSION, "Kyma")
     return [
@@ -114,46 +162,9 @@ async def main(
         kubeconfig = await asyncio.to_thread(Path(remote_info.kubeconfig).read_bytes)
         config = base64.b64encode(kubeconfig).decode()
         for module in names:
-            chart = _chart(root / "charts", module)
-            await control.apply(
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "ModuleTemplate",
-                    "metadata": {"name": f"{module}-1.0.0", "namespace": NS},
-                    "spec": {
-                        "moduleName": module,
-                        "version": "1.0.0",
-                        "descriptor": {},
-                        "resources": [{"name": "chart", "link": str(chart)}],
-                    },
-                }
-            )
-            await control.apply(
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "ModuleReleaseMeta",
-                    "metadata": {"name": module, "namespace": NS},
-                    "spec": {
-                        "moduleName": module,
-                        "channels": [{"channel": "regular", "version": "1.0.0"}],
-                    },
-                }
-            )
-        await _bounded(
-            kymas,
-            lambda i: control.apply(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": {
-                        "name": f"kubeconfig-k{i}",
-                        "namespace": NS,
-                        "labels": {"operator.kyma-project.io/kyma-name": f"k{i}"},
-                    },
-                    "data": {"config": config},
-                }
-            ),
-        )
+            await control.apply(_template(module, "1.0.0", _chart(root / "charts", module)))
+            await control.apply(_release_meta(module, "1.0.0"))
+        await _secrets(control, kymas, config)
         # every Kyma's "remote" cluster is the same apiserver: no remote Kyma to share
         settings = OperatorSettings(
             module_namespace="{kyma}",
@@ -253,6 +264,181 @@ async def main(
     }
 
 
+def _broken_chart(root: Path, module: str, version: str) -> Path:
+    chart = _chart(root / version, module)
+    (chart / "templates" / "deploy.yaml").write_text(
+        f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {module}}}
+spec:
+  selector: {{matchLabels: {{app: {module}}}}}
+  template:
+    metadata: {{labels: {{app: {module}}}}}
+    spec: {{containers: [{{name: c, image: "registry.invalid/never:{version}"}}]}}
+"""
+    )
+    return chart
+
+
+async def rollout_main(kymas: int, soak: float, deadline: float, root: Path) -> dict[str, Any]:
+    module = "m0"
+    waves = [{"name": f"p{p}", "percent": p, "soakSeconds": soak} for p in (1, 10, 50, 100)]
+    async with (
+        benchlib.dev_cluster(root / "control", controller_manager=False) as control_info,
+        benchlib.dev_cluster(root / "remote", controller_manager=False) as remote_info,
+    ):
+        control = await Cluster.connect(control_info.kubeconfig)
+        await install_crds(control)
+        await control.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        kubeconfig = await asyncio.to_thread(Path(remote_info.kubeconfig).read_bytes)
+        config = base64.b64encode(kubeconfig).decode()
+        charts = {
+            "1.0.0": _chart(root / "charts" / "1.0.0", module),
+            "1.1.0": _broken_chart(root / "charts", module, "1.1.0"),
+            "1.2.0": _chart(root / "charts" / "1.2.0", module),
+        }
+        for version, chart in charts.items():
+            await control.apply(_template(module, version, chart))
+
+        async def publish(version: str) -> None:
+            await control.apply(_release_meta(module, version))
+
+        async def policy(gate_deadline: float) -> None:
+            await control.apply(
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "ModuleRollout",
+                    "metadata": {"name": module, "namespace": NS},
+                    "spec": {
+                        "module": module,
+                        "waves": waves,
+                        "gate": {"deadlineSeconds": gate_deadline},
+                    },
+                }
+            )
+
+        await publish("1.0.0")
+        await policy(deadline)
+        await _secrets(control, kymas, config)
+        settings = OperatorSettings(
+            module_namespace="{kyma}",
+            busy_interval=1,
+            workers=16,
+            remote_sync=False,
+            source_local_files=True,
+        )
+        operator = Operator(control, ChartCache(root / "cache"), settings)
+        stop = asyncio.Event()
+        running = asyncio.create_task(
+            operator.run(Path(control_info.kubeconfig), namespace=NS, stop=stop)
+        )
+        started = time.monotonic()
+        await _bounded(kymas, lambda i: control.apply(_kyma(f"k{i}", [module])))
+
+        def versions() -> dict[str, tuple[str, str]]:
+            out = {}
+            for i in range(kymas):
+                for m in operator.fleet.manifests(NS, f"k{i}"):
+                    state = str((m.get("status") or {}).get("state") or "")
+                    out[f"k{i}"] = (str(m["spec"].get("version")), state)
+            return out
+
+        async def release(version: str) -> dict[str, Any]:
+            body = await control.get(
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "ModuleRollout",
+                    "metadata": {"name": module, "namespace": NS},
+                }
+            )
+            found = ((body.raw if body else {}).get("status") or {}).get("releases") or []
+            return next((r for r in found if r["version"] == version), {})
+
+        async def all_on(version: str) -> bool:
+            on = versions()
+            return len(on) == kymas and all(v == (version, "Ready") for v in on.values())
+
+        await poll_until(lambda: all_on("1.0.0"), timeout=3600, what="fleet on 1.0.0")
+        installed = time.monotonic() - started
+        print(f"  fleet on 1.0.0 after {installed:.0f} s", file=sys.stderr, flush=True)
+
+        # a broken release: only the first wave may get it, and the gate halts it
+        released, ever = time.monotonic(), set()
+        await publish("1.1.0")
+        while True:
+            ever |= {k for k, (v, _) in versions().items() if v == "1.1.0"}
+            halted = await release("1.1.0")
+            if halted.get("phase") in ("Halted", "RolledBack"):
+                break
+            if time.monotonic() - released > deadline + 120:
+                raise RuntimeError(f"the broken release did not halt: {halted}")
+            await asyncio.sleep(0.2)
+        to_halt = time.monotonic() - released
+        settle_until = time.monotonic() + 5  # nobody else switches after the halt
+        while time.monotonic() < settle_until:
+            ever |= {k for k, (v, _) in versions().items() if v == "1.1.0"}
+            await asyncio.sleep(0.2)
+        stopped_in = int(halted["wave"])
+        first_wave = halted["waves"][stopped_in]["size"]  # the first wave with Kymas in it
+        assert all(w["size"] == 0 for w in halted["waves"][:stopped_in])
+        print(f"  broken release halted after {to_halt:.1f} s", file=sys.stderr, flush=True)
+
+        # a good release (the fix) through all waves
+        await policy(max(deadline, 600.0))
+        released = time.monotonic()
+        await publish("1.2.0")
+        wave_times: list[float] = []
+        while True:
+            good = await release("1.2.0")
+            if good and good.get("wave", 0) >= len(wave_times):
+                wave_times.append(round(time.monotonic() - released, 1))
+            if good.get("phase") == "Complete":
+                break
+            if good.get("phase") in ("Halted", "RolledBack"):
+                raise RuntimeError(f"the good release halted: {good.get('message')}")
+            await asyncio.sleep(0.2)
+        to_complete = time.monotonic() - released
+        await poll_until(lambda: all_on("1.2.0"), timeout=600, what="fleet on 1.2.0")
+        to_all_ready = time.monotonic() - released
+        soaks = soak * len(waves)
+        stop.set()
+        await running
+        await control.aclose()
+    return {
+        "kymas": kymas,
+        "waves_percent": [w["percent"] for w in waves],
+        "soak_seconds": soak,
+        "gate_deadline_seconds": deadline,
+        "seconds_to_install_fleet": round(installed, 1),
+        "broken_halted_in_wave": stopped_in,
+        "broken_first_wave_size": first_wave,
+        "broken_kymas_ever_on_it": len(ever),
+        "broken_seconds_release_to_halt": round(to_halt, 1),
+        "good_wave_started_at_s": wave_times,
+        "good_seconds_to_complete": round(to_complete, 1),
+        "good_seconds_to_all_ready": round(to_all_ready, 1),
+        "good_sum_of_soaks_s": soaks,
+        "good_overhead_percent": round(100 * (to_complete - soaks) / soaks, 1),
+        "peak_rss_mib": round(benchlib.self_peak_rss_mib(), 1),
+        "environment": benchlib.environment(),
+    }
+
+
+def rollout_cli(args: argparse.Namespace) -> None:
+    with benchlib.scratch_dir("bench-rollout-") as root:
+        result = benchlib.run_async(rollout_main(args.kymas, args.soak, args.deadline, root))
+    for key, value in result.items():
+        print(f"{key}: {value}")
+    ever, first = result["broken_kymas_ever_on_it"], result["broken_first_wave_size"]
+    print(f"broken release on <= first wave ({first}): {benchlib.verdict(ever <= first)}")
+    halt_ok = result["broken_seconds_release_to_halt"] <= args.deadline + 5
+    print(f"halt <= deadline + 5 s: {benchlib.verdict(halt_ok)}")
+    print(
+        f"good release overhead <= 10 %: {benchlib.verdict(result['good_overhead_percent'] <= 10)}"
+    )
+    print(f"saved {benchlib.save_results('rollout', result)}")
+
+
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kymas", type=int, default=20)
@@ -272,7 +458,13 @@ def cli() -> None:
         help="the operator's requeue after success (production: 300 s); shorter makes the "
         "periodic re-checks of a settled fleet visible within --idle",
     )
+    parser.add_argument("--rollout", action="store_true", help="measure a ModuleRollout")
+    parser.add_argument("--soak", type=float, default=40.0, help="--rollout: soak per wave")
+    parser.add_argument("--deadline", type=float, default=20.0, help="--rollout: gate deadline")
     args = parser.parse_args()
+    if args.rollout:
+        rollout_cli(args)
+        return
     _count_requests()
     with benchlib.scratch_dir("bench-operator-") as root:
         result = benchlib.run_async(

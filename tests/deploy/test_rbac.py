@@ -28,7 +28,10 @@ OPERATOR_OWN = {
     ("operator.kyma-project.io", "moduleconfigs"): CRUD,
     ("operator.kyma-project.io", "syncresources"): CRUD,
     ("operator.kyma-project.io", "syncresources/status"): CRUD,
+    ("operator.kyma-project.io", "modulerollouts"): CRUD,
+    ("operator.kyma-project.io", "modulerollouts/status"): CRUD,
     ("", "secrets"): ("get", "list", "watch"),
+    ("", "events"): ("create",),
     ("apiextensions.k8s.io", "customresourcedefinitions"): CRUD,
     ("apiregistration.k8s.io", "apiservices"): ("get", "list", "watch"),
 }

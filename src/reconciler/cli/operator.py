@@ -12,7 +12,7 @@ import yaml
 from prometheus_client import start_http_server
 
 from reconciler.charts.sources import ChartCache
-from reconciler.cli import watcher
+from reconciler.cli import rollout, watcher
 from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
 from reconciler.cli.options import ConfigFile, LogLevel, load_settings, settings_of
 from reconciler.cli.signals import stop_within
@@ -28,6 +28,7 @@ from reconciler.version import __version__
 
 app = typer.Typer(help="Operator mode: Kyma, ModuleTemplate, ModuleReleaseMeta, Manifest.")
 app.add_typer(watcher.app, name="watcher")
+app.add_typer(rollout.app, name="rollout")
 
 Kubeconfig = Annotated[
     Path | None,

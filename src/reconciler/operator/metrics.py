@@ -48,7 +48,32 @@ class OperatorMetrics:
         self.queue_depth = Gauge(
             "reconciler_operator_queue_depth", "Keys waiting in the work queue.", registry=r
         )
+        self.rollout_phase = Gauge(
+            "reconciler_operator_rollout_phase",
+            "1 for the current phase of each release under a ModuleRollout (label phase).",
+            ["namespace", "rollout", "module", "channel", "phase"],
+            registry=r,
+        )
+        self.rollout_wave = Gauge(
+            "reconciler_operator_rollout_wave",
+            "Index of the current wave of each release under a ModuleRollout (0: the first).",
+            ["namespace", "rollout", "module", "channel"],
+            registry=r,
+        )
+        self.rollout_kymas = Gauge(
+            "reconciler_operator_rollout_kymas",
+            "Kymas of each release by health on the new version (ready, failing, pending).",
+            ["namespace", "rollout", "module", "channel", "health"],
+            registry=r,
+        )
+        self.rollout_stops = Counter(
+            "reconciler_operator_rollout_stops",
+            "Releases stopped by a failed health gate or by hand (label phase).",
+            ["namespace", "module", "phase"],
+            registry=r,
+        )
         self._kymas: dict[tuple[str, str], str] = {}
+        self._phases: dict[tuple[str, str, str, str], str] = {}
         self._modules: dict[tuple[str, str], dict[str, str]] = {}
 
     def watch_sizes(self, remote_clients: Callable[[], int], queue: Callable[[], int]) -> None:
@@ -75,3 +100,27 @@ class OperatorMetrics:
         self.kyma_state.remove(namespace, kyma, "")
         self._kymas.pop((namespace, kyma), None)
         self._modules.pop((namespace, kyma), None)
+
+    def set_rollout(
+        self,
+        release: tuple[str, str, str, str],
+        phase: str,
+        wave: int,
+        health: dict[str, int],
+    ) -> None:
+        """One release's series; `release` is (namespace, rollout, module, channel)."""
+        old = self._phases.get(release)
+        if old is not None and old != phase:
+            self.rollout_phase.remove(*release, old)
+        self.rollout_phase.labels(*release, phase).set(1)
+        self._phases[release] = phase
+        self.rollout_wave.labels(*release).set(wave)
+        for name, count in health.items():
+            self.rollout_kymas.labels(*release, name).set(count)
+
+    def forget_rollout(self, namespace: str, rollout: str) -> None:
+        for release in [r for r in self._phases if r[:2] == (namespace, rollout)]:
+            self.rollout_phase.remove(*release, self._phases.pop(release))
+            self.rollout_wave.remove(*release)
+            for name in ("ready", "failing", "pending"):
+                self.rollout_kymas.remove(*release, name)

@@ -65,3 +65,48 @@ def _condition(message: str) -> dict[str, str]:
         "message": message,
         "lastTransitionTime": "2026-01-01T00:00:00Z",
     }
+
+
+async def create_rollout(kubeconfig: Path, namespace: str) -> None:
+    """A ModuleRollout whose release of eventing 2.1.0 halted in its first wave."""
+    async with await Cluster.connect(kubeconfig) as cluster:
+        client = cluster.client
+        base = f"/apis/{API_VERSION}/namespaces/{namespace}"
+        rollout = {
+            "apiVersion": API_VERSION,
+            "kind": "ModuleRollout",
+            "metadata": {"name": "eventing", "namespace": namespace},
+            "spec": {
+                "module": "eventing",
+                "waves": [{"name": "canary", "percent": 10}, {"name": "rest"}],
+            },
+        }
+        made = await client.request("POST", f"{base}/modulerollouts", body=rollout)
+        stamp = "2026-01-01T00:00:00.000000Z"
+        made["status"] = {
+            "releases": [
+                {
+                    "module": "eventing",
+                    "channel": "regular",
+                    "version": "2.1.0",
+                    "previous": "2.0.0",
+                    "phase": "Halted",
+                    "wave": 0,
+                    "waveStarted": stamp,
+                    "since": stamp,
+                    "message": "wave canary: 1 of 1 Kymas not Ready on 2.1.0 within 60s",
+                    "waves": [
+                        {"name": "canary", "size": 1, "failing": 1},
+                        {"name": "rest", "size": 9, "pending": 9},
+                    ],
+                    "failing": [
+                        {
+                            "kyma": "kyma-console",
+                            "manifest": "kyma-console-eventing",
+                            "message": "Error: nats: 0/1 ready",
+                        }
+                    ],
+                }
+            ]
+        }
+        await client.request("PUT", f"{base}/modulerollouts/eventing/status", body=made)

@@ -15,7 +15,7 @@ from reconciler.api.console.kyma import read_kyma_view
 from reconciler.api.context import ApiContext
 from reconciler.kube.client import KubeClient
 from reconciler.kube.clients import ClientCache
-from tests.api.console.kyma_objects import create_kyma_objects
+from tests.api.console.kyma_objects import create_kyma_objects, create_rollout
 from tests.api.support import Tokens, running_api
 from tests.conftest import ClusterFactory, KubeTarget
 
@@ -24,6 +24,7 @@ async def test_kyma_view_shows_each_modules_state_version_and_message(
     kube_cluster: KubeTarget, namespace: str, tmp_path: Path, tokens: Tokens
 ) -> None:
     await create_kyma_objects(kube_cluster.kubeconfig, namespace)
+    await create_rollout(kube_cluster.kubeconfig, namespace)
     settings = ApiSettings(tokens_file=tokens.path, console_kubeconfig=kube_cluster.kubeconfig)
     async with running_api(tmp_path, settings, headers=tokens.header(Role.VIEWER)) as api:
         answer = await api.client.get("/ui/fragments/kyma")
@@ -35,6 +36,14 @@ async def test_kyma_view_shows_each_modules_state_version_and_message(
         assert expected in text
     assert "nats: 0/1 ready" in text  # the module's message and the Manifest's condition
     assert f"{namespace}/kyma-console-eventing" in text
+    # the rollout: its waves as a bar (the stopped wave red), the Kyma that blocks it
+    assert f"{namespace}/eventing" in text
+    assert "2.0.0 → 2.1.0" in text
+    assert 'class="wave wave-failed span-2"' in text
+    assert 'class="wave wave-pending span-18"' in text
+    assert "canary 0/1" in text
+    assert "wave canary: 1 of 1 Kymas not Ready on 2.1.0 within 60s" in text
+    assert '<td class="mono">kyma-console-eventing</td>' in text
 
 
 async def test_a_cluster_without_the_operator_kinds_says_so(

@@ -23,7 +23,7 @@ what a listed module resolves to, as the lifecycle manager refuses it there.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,11 @@ MANDATORY_MODULE = f"{GROUP}/mandatory-module"
 BETA = f"{GROUP}/beta"
 INTERNAL = f"{GROUP}/internal"
 """Labels of a Kyma (and, in older catalogs, of a ModuleTemplate): "true" enables."""
+
+
+Choose = Callable[[str, str, str], str]
+"""(module, channel, the channel's version) -> the version this Kyma gets now: a rollout policy
+(`operator/rollout/`) holds a Kyma on its installed version until its wave is admitted."""
 
 
 class CatalogError(ReconcilerError):
@@ -153,9 +158,11 @@ def resolve(
     templates: list[Body],
     *,
     kyma_labels: Mapping[str, str] | None = None,
+    choose: Choose | None = None,
 ) -> Resolved:
     """The template a Kyma's module gets. `kyma_labels` are the Kyma's labels (None: it has
-    none, so beta and internal modules are refused)."""
+    none, so beta and internal modules are refused); `choose` may replace a ModuleReleaseMeta's
+    version by another (a rollout's decision)."""
     channel = module.channel or kyma_channel
     candidates = [t for t in templates if _module_of(t) == module.name]
     meta = next((m for m in metas if (m.get("spec") or {}).get("moduleName") == module.name), None)
@@ -172,6 +179,8 @@ def resolve(
                 f"{', '.join(sorted(versions)) or 'none'})"
             )
         version = versions[channel]
+        if choose is not None:
+            version = choose(module.name, channel, version)
         template = next((t for t in candidates if _template_spec(t).version == version), None)
         if template is None:
             raise CatalogError(f"no ModuleTemplate for module {module.name} version {version}")

@@ -10,6 +10,7 @@ from reconciler.kube.crdgen import AGE_COLUMN
 from reconciler.kube.crdgen import crd as generated
 from reconciler.model.lifecycle import GROUP, KINDS, VERSION, Kind
 from reconciler.model.module_sync import SYNC_KINDS
+from reconciler.model.rollout import ModuleRolloutKind
 
 __all__ = ["all_crds", "crd"]
 
@@ -46,5 +47,5 @@ def _set_default(schema: dict[str, Any], path: str, value: Any) -> None:
 
 
 def all_crds() -> list[dict[str, Any]]:
-    """The lifecycle manager's kinds, then ours (ModuleConfig, SyncResource)."""
-    return [crd(kind) for kind in (*KINDS, *SYNC_KINDS)]
+    """The lifecycle manager's kinds, then ours (ModuleConfig, SyncResource, ModuleRollout)."""
+    return [crd(kind) for kind in (*KINDS, *SYNC_KINDS, ModuleRolloutKind)]

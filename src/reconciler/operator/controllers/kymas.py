@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from reconciler.errors import ReconcilerError
+from reconciler.errors import KubeApiError, ReconcilerError
 from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     API_VERSION,
@@ -47,6 +47,7 @@ from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.fleet import FleetIndex
 from reconciler.operator.controllers.status import aggregate, last_operation
 from reconciler.operator.metrics import OperatorMetrics
+from reconciler.operator.rollout.index import RolloutIndex
 from reconciler.operator.settings import OperatorSettings
 from reconciler.util.backoff import Backoff
 
@@ -71,8 +72,11 @@ class KymaController:
         settings: OperatorSettings,
         metrics: OperatorMetrics | None = None,
         fleet: FleetIndex | None = None,
+        rollouts: RolloutIndex | None = None,
     ) -> None:
         self.metrics = metrics or OperatorMetrics()
+        self.rollouts = rollouts
+        """Which version each Kyma gets while a release rolls out (None: the channel's)."""
         self.fleet = fleet
         """Where the Kymas' Manifests are known from events (else each reconcile LISTs them)."""
         self.control = control
@@ -140,6 +144,12 @@ class KymaController:
         metas, templates, indexed = await self._catalog(namespace)
         labels = meta.get("labels") or {}
         existing = await self._manifests(kyma)
+        choose = None
+        if self.rollouts is not None:
+            installed = {
+                k: str((m.get("spec") or {}).get("version") or "") for k, m in existing.items()
+            }
+            choose = self.rollouts.for_kyma(namespace, meta["name"], labels, installed)
         modules: list[dict[str, Any]] = []
         wanted = {m.name for m in spec.modules or []}
         mandatory, problems = mandatory_modules(metas, templates)
@@ -152,16 +162,18 @@ class KymaController:
                 modules.append({"name": module.name, "state": str(State.UNMANAGED)})
                 continue
             try:
+                args = (module, spec.channel)
                 try:
-                    resolved = resolve(module, spec.channel, metas, templates, kyma_labels=labels)
+                    resolved = resolve(*args, metas, templates, kyma_labels=labels, choose=choose)
                 except CatalogError:
                     if not indexed:
                         raise
                     # the index may lag an event (a template and its release meta arrive on
                     # different watches): ask the apiserver once
                     metas, templates, indexed = await self._catalog(namespace, fresh=True)
-                    resolved = resolve(module, spec.channel, metas, templates, kyma_labels=labels)
-                manifest = await self._ensure_manifest(kyma, module, resolved, current)
+                    resolved = resolve(*args, metas, templates, kyma_labels=labels, choose=choose)
+                back = choose is not None and module.name in choose.rollback
+                manifest = await self._ensure_manifest(kyma, module, resolved, current, rollback=back)
             except CatalogError as exc:
                 modules.append(
                     {
@@ -239,9 +251,11 @@ class KymaController:
         current: Body | None,
         *,
         mandatory: bool = False,
+        rollback: bool = False,
     ) -> Body:
+        """`rollback`: a rollout policy sends the module back to an older version."""
         meta = kyma["metadata"]
-        if current is not None:
+        if current is not None and not rollback:
             have = str((current.get("spec") or {}).get("version") or "")
             if have and version_key(resolved.version) < version_key(have):
                 raise CatalogError(
@@ -299,7 +313,40 @@ class KymaController:
             },
             "spec": spec,
         }
+        have = str(((current or {}).get("spec") or {}).get("version") or "")
+        if current is not None and have != resolved.version and self._rolled_out(kyma, module):
+            await self._switching(current, resolved.version)
         return await self.control.apply(body)
+
+    def _rolled_out(self, kyma: Body, module: Module) -> bool:
+        """Whether a rollout policy watches the module's health (`operator/rollout/`)."""
+        namespace = kyma["metadata"]["namespace"]
+        return self.rollouts is not None and bool(self.rollouts.policy_for(namespace, module.name))
+
+    async def _switching(self, manifest: Body, version: str) -> None:
+        """Before a Manifest gets a new version: its `Ready` is the old version's, which a
+        rollout's gate must not count. Its state goes `Processing` first (status-only: no
+        Manifest run for it), then the spec changes, whose run reports on the new version.
+        Guarded by the resourceVersion (a lagging index's copy is read again once)."""
+        status = {
+            "state": str(State.PROCESSING),
+            "lastOperation": last_operation({}, f"switching to version {version}"),
+        }
+        meta = manifest["metadata"]
+        for _ in range(2):
+            patch = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status}
+            try:
+                await self.control.patch(
+                    "Manifest", meta["namespace"], meta["name"], patch, status=True
+                )
+                return
+            except KubeApiError as exc:
+                if exc.status != 409:
+                    raise
+            fresh = await self.control.get("Manifest", meta["namespace"], meta["name"])
+            if fresh is None:
+                return
+            meta = fresh["metadata"]
 
     @staticmethod
     def _module_status(module: Module, resolved: Resolved, manifest: Body) -> dict[str, Any]:

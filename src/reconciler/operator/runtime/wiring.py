@@ -41,6 +41,8 @@ from reconciler.operator.controllers.manifests import ManifestController
 from reconciler.operator.controllers.remote_kyma import REMOTE_FINALIZER, RemoteSync
 from reconciler.operator.controllers.sync_resources import SYNC_FINALIZER, SyncResourceController
 from reconciler.operator.metrics import OperatorMetrics
+from reconciler.operator.rollout.controller import RolloutController
+from reconciler.operator.rollout.index import RolloutIndex
 from reconciler.operator.runtime.forward import WATCHED_AT, EventForwarder
 from reconciler.operator.runtime.kopf_thread import Callback, KopfThread, Watched
 from reconciler.operator.runtime.shards import ShardGate
@@ -60,6 +62,10 @@ AGGREGATE_DELAY = 0.25
 status changes of its modules in a burst cost one Kyma reconcile (and status write), not one
 each. A change of the Kyma itself is not delayed."""
 
+
+ROLLOUT_DELAY = 1.0
+"""Seconds a ModuleRollout waits after a change of a Kyma or Manifest of its namespace before it
+counts its waves again: a fleet's burst of Manifest changes costs one count, not one each."""
 
 CATALOG_DELAY = 0.5
 """Seconds a catalog change waits before it requeues the namespace's Kymas: a burst of template
@@ -113,6 +119,9 @@ class Operator:
         self.targets = TargetClusters(self.control, control, self.fleet)
         core = ComponentReconciler(HelmChartProvider(charts, policy=self.settings.source_policy()))
         self.queue = WorkQueue(self._handle, workers=self.settings.workers, part="operator-queue")
+        self.rollout_queue = WorkQueue(self._handle, workers=1, part="operator-rollouts")
+        """ModuleRollouts on a queue of their own: a wave's soak or deadline ends on time even
+        behind a backlog of the fleet's Kymas and Manifests."""
         self.drift = DriftWatch(self.queue.add)
         self.settled = SettledRuns(self.settings.verify_interval)
         self.metrics = OperatorMetrics()
@@ -125,7 +134,13 @@ class Operator:
             self.drift,
             self.metrics,
         )
-        self.kymas = KymaController(self.control, self.settings, self.metrics, self.fleet)
+        self.rollout_index = RolloutIndex()
+        self.kymas = KymaController(
+            self.control, self.settings, self.metrics, self.fleet, self.rollout_index
+        )
+        self.rollouts = RolloutController(
+            self.control, self.settings, self.rollout_index, self.fleet, self.metrics
+        )
         self.remote_watch = RemoteWatch(self.queue.add)
         self.remote = RemoteSync(
             self.control, self.targets, self.settings, self.remote_watch, self.fleet
@@ -138,6 +153,7 @@ class Operator:
             "Manifest": self.manifests,
             "RemoteKyma": self.remote,
             "SyncResource": self.syncs,
+            "ModuleRollout": self.rollouts,
         }
         self.events = RemoteEvents()
         self.events.subscribe(self._remote_changed)
@@ -165,12 +181,18 @@ class Operator:
         if self.shards is None:
             return await self._handle_mine(kind, namespace, name)
         async with self.shards.claim(*self._shard_key(kind, namespace, name)) as mine:
-            return await self._handle_mine(kind, namespace, name) if mine else None
+            if mine:
+                return await self._handle_mine(kind, namespace, name)
+        # a rollout has no Kyma whose takeover would enqueue it: each process looks now and
+        # then whether its shard became this process's
+        return self.settings.busy_interval if kind == "ModuleRollout" else None
 
     def _shard_key(self, kind: str, namespace: str, name: str) -> Key:
         """What decides the shard: a remote sync and a SyncResource go with their Kyma."""
         if kind == "RemoteKyma":
             return ("Kyma", namespace, name)
+        if kind == "ModuleRollout":  # by its name's hash, like a Kyma's
+            return ("Kyma", namespace, f"modulerollout.{name}")
         kyma = self._sync_kymas.get((namespace, name)) if kind == "SyncResource" else None
         return ("Kyma", namespace, kyma) if kyma else (kind, namespace, name)
 
@@ -256,6 +278,7 @@ class Operator:
             "moduleconfigs": self._module_config_event,
             "moduletemplates": self._catalog_event,
             "modulereleasemetas": self._catalog_event,
+            "modulerollouts": self._rollout_event,
         }
         callbacks: dict[Watched, Callback] = {
             Watched(GROUP, VERSION, plural): callback for plural, callback in ours.items()
@@ -275,14 +298,38 @@ class Operator:
 
     def _catalog_changed(self, namespace: str) -> None:
         self._catalog_pending.discard(namespace)
+        self._all_kymas(namespace)
+        self._count_rollouts(namespace, 0)
+
+    def _all_kymas(self, namespace: str) -> None:
         kymas = [name for kind, ns, name in self._seen if kind == "Kyma" and ns == namespace]
         for name in kymas:
             self.queue.add(("Kyma", namespace, name))
             self._sync_remote(namespace, name)
 
+    def _count_rollouts(self, namespace: str, delay: float = ROLLOUT_DELAY) -> None:
+        for policy in self.rollout_index.policies(namespace):
+            self.rollout_queue.add(("ModuleRollout", namespace, policy.name), delay)
+
+    def _rollout_event(self, body: Body, event_type: str | None) -> None:
+        """A ModuleRollout: its spec changed (run it), or its status moved a release to another
+        wave or phase (every Kyma of the namespace looks at its versions again)."""
+        deleted = event_type == "DELETED"
+        meta = body["metadata"]
+        key = ("ModuleRollout", str(meta["namespace"]), str(meta["name"]))
+        moved = self.rollout_index.observe(body, deleted=deleted)
+        if moved is None:
+            self._all_kymas(key[1])
+        for kyma in sorted(moved or ()):
+            self.queue.add(("Kyma", key[1], kyma))
+        if self._changed(key, body, event_type):
+            self.rollout_queue.add(key)
+
     def _kyma_event(self, body: Body, event_type: str | None) -> None:
         meta = body["metadata"]
         key = ("Kyma", str(meta["namespace"]), str(meta["name"]))
+        self.rollout_index.observe_kyma(body, deleted=event_type == "DELETED")
+        self._count_rollouts(key[1])
         if self.shards is not None:
             self.shards.note_kyma(key[1], key[2], dict(meta.get("labels") or {}))
         if self._changed(key, body, event_type):
@@ -319,6 +366,7 @@ class Operator:
             self.shards.note_manifest(namespace, key[2], kyma)
         if kyma:  # any change, status included: the Kyma aggregates it, once per burst
             self.queue.add(("Kyma", namespace, kyma), AGGREGATE_DELAY)
+            self._count_rollouts(namespace)
 
     def _secret_event(self, body: Body, event_type: str | None) -> None:
         """A kubeconfig Secret: a new or changed one (not the initial listing) makes its Kyma's
@@ -353,6 +401,7 @@ class Operator:
             self.remote_watchers = RemoteWatchers(self.watcher, ca)
             self.listener = Listener(self.watcher, ca, self.control, self.events, namespace)
         await self._prime_catalog(namespace)
+        await self._prime_rollouts(namespace)
         kopf = KopfThread(kubeconfig, namespace, self.watched(), self.settings.stop_timeout)
         kopf_done = kopf.start()
 
@@ -374,6 +423,7 @@ class Operator:
         if self.shards is not None:
             self.shards.namespace = namespace or ""
             ours.append(asyncio.create_task(self.shards.shards.run()))
+        ours.append(asyncio.create_task(self.rollout_queue.run()))
         try:
             waited: list[asyncio.Future[Any]] = [kopf_done, *ours]
             await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
@@ -405,3 +455,13 @@ class Operator:
             self._log.warning("catalog not indexed", reason=str(exc))
             return
         self.fleet.prime_catalog(items)
+
+    async def _prime_rollouts(self, namespace: str | None) -> None:
+        """List the ModuleRollouts once, before the watches: no Kyma is reconciled before its
+        modules' rollout policies (and where their releases are) are known."""
+        try:
+            items = await self.control.list("ModuleRollout", namespace or "")
+        except ReconcilerError as exc:  # e.g. the CRD is not installed: no policies
+            self._log.warning("rollout policies not listed", reason=str(exc))
+            return
+        self.rollout_index.prime(items)

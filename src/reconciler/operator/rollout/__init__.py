@@ -1,0 +1,2 @@
+"""Progressive rollout of module versions: waves, health gate, halt or rollback
+(docs/operator.md, "Progressive rollout")."""
