@@ -173,7 +173,9 @@ class KymaController:
                     metas, templates, indexed = await self._catalog(namespace, fresh=True)
                     resolved = resolve(*args, metas, templates, kyma_labels=labels, choose=choose)
                 back = choose is not None and module.name in choose.rollback
-                manifest = await self._ensure_manifest(kyma, module, resolved, current, rollback=back)
+                manifest = await self._ensure_manifest(
+                    kyma, module, resolved, current, rollback=back
+                )
             except CatalogError as exc:
                 modules.append(
                     {
