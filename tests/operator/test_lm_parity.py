@@ -137,8 +137,15 @@ async def _reconciled(operator: Operator) -> bool:
 
 async def _installed(walk: Walk) -> None:
     world = walk.world
-    kyma = await world.kyma_state(KYMA, "Ready")
     manifest = await walk.manifest_in("Ready")
+
+    async def listed() -> dict[str, Any] | None:
+        kyma = await world.get("Kyma", KYMA)
+        status = (kyma or {}).get("status") or {}
+        states = [m.get("state") for m in status.get("modules") or []]
+        return kyma if status.get("state") == "Ready" and states == ["Ready"] else None
+
+    kyma = await world.until(listed, "the Kyma Ready with its module Ready")
     meta = manifest["metadata"]
     assert meta["labels"][MANAGED_BY] == "lifecycle-manager"
     assert meta["annotations"]["operator.kyma-project.io/ocm-component-name"] == sample.COMPONENT
@@ -235,7 +242,13 @@ async def _removed(walk: Walk) -> None:
     blocked = await walk.manifest_in(
         "Deleting", "waiting for module crs deletion: Sample default/mine"
     )
-    await world.kyma_state(KYMA, "Processing")
+
+    async def kyma_waits() -> bool:  # Processing, as the lifecycle manager's, saying why
+        status = (await world.get("Kyma", KYMA) or {}).get("status") or {}
+        message = (status.get("lastOperation") or {}).get("operation", "")
+        return status.get("state") == "Processing" and "waiting for module crs" in message
+
+    await world.until(kyma_waits, "the Kyma Processing while the removal is blocked")
     assert all(live is not None for live in await walk.synced(blocked))
     default = await walk.default_cr()
     assert default is not None

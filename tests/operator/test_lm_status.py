@@ -35,8 +35,12 @@ def test_manifest_conditions_start_false_and_stay_true_once_reached() -> None:
         ("Installation", "False", "Ready", "installation is not ready"),
         ("ModuleCR", "False", "ModuleCRCreated", "module CR has not been created to SKR"),
     ]
-    later = ManifestController._conditions({"conditions": first}, set(), True, 2)
+    later = ManifestController._conditions({"conditions": first}, set(), True, 1)
     assert later[0] is first[0]  # unchanged: the same condition, no status write
+    newer = ManifestController._conditions({"conditions": first}, set(), True, 2)
+    assert newer[0]["status"] == "True"  # once reached, for good
+    assert newer[0]["lastTransitionTime"] == first[0]["lastTransitionTime"]
+    assert newer[0]["observedGeneration"] == 2
     assert [c["type"] for c in ManifestController._conditions({}, set(), False, 1)] == [
         "Resources",
         "Installation",

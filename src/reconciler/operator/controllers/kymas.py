@@ -195,13 +195,15 @@ class KymaController:
                 await self.control.delete("Manifest", namespace, manifest["metadata"]["name"])
         gone = [m for name, m in existing.items() if name not in wanted]
         for manifest in gone:  # still being removed: shown until its finalizer is done
-            modules.append(
-                {
-                    "name": manifest["metadata"]["labels"].get(MODULE_NAME, ""),
-                    "state": str(State.DELETING),
-                    "manifest": _tracking("Manifest", namespace, manifest["metadata"]["name"]),
-                }
-            )
+            entry = {
+                "name": manifest["metadata"]["labels"].get(MODULE_NAME, ""),
+                "state": str(State.DELETING),
+                "manifest": _tracking("Manifest", namespace, manifest["metadata"]["name"]),
+            }
+            waits = ((manifest.get("status") or {}).get("lastOperation") or {}).get("operation")
+            if waits:  # what its removal waits for ("waiting for module crs deletion: ...")
+                entry["message"] = waits
+            modules.append(entry)
         state = aggregate(m["state"] for m in modules)
         message = (
             "all modules are ready" if state is State.READY else _first_problem(modules, state)
@@ -457,7 +459,9 @@ def _conditions(
 
 def _first_problem(modules: list[dict[str, Any]], state: State) -> str:
     for module in modules:
-        if module["state"] == state:
+        if module["state"] == state or (
+            state is State.PROCESSING and module["state"] == State.DELETING
+        ):
             detail = module.get("message") or str(state).lower()
             return f"module {module['name']}: {detail}"
     return str(state)
