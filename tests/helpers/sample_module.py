@@ -2,7 +2,7 @@
 manager's e2e module `template-operator`, and the parts of a cluster it needs to come alive:
 
 - `served(version)`: its raw manifest served over HTTP (a real server on loopback);
-- `template`, `release_meta`: its catalog entries (a default resource `Sample`);
+- `template`: its ModuleTemplate (a default resource `Sample`, an OCM component name);
 - `module_alive(cluster)`: on the remote cluster, the kubelet's part (its operator's Pods get a
   kubelet's status, so the controller-manager makes the Deployment Available) and the module
   controller's part (`SampleController`): what `template-operator`'s controller does with the
@@ -21,8 +21,8 @@ from typing import Any
 from reconciler.devcluster import kubelet as fake_kubelet
 from reconciler.errors import KubeApiError
 from reconciler.kube.cluster import Cluster
-from reconciler.model.lifecycle import API_VERSION
 from tests.helpers.http import serving
+from tests.operator import modules
 
 MANIFEST = Path(__file__).parents[1] / "fixtures" / "modules" / "sample-operator" / "manifest.yaml"
 MODULE = "sample"
@@ -73,27 +73,14 @@ def default_resource() -> dict[str, Any]:
 
 
 def template(namespace: str, version: str, link: str) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ModuleTemplate",
-        "metadata": {"name": f"{MODULE}-{version}", "namespace": namespace},
-        "spec": {
-            "moduleName": MODULE,
-            "version": version,
-            "descriptor": {"component": {"name": COMPONENT, "version": version}},
-            "data": default_resource(),
-            "resources": [{"name": "rawManifest", "link": link}],
-        },
-    }
-
-
-def release_meta(namespace: str, version: str) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ModuleReleaseMeta",
-        "metadata": {"name": MODULE, "namespace": namespace},
-        "spec": {"moduleName": MODULE, "channels": [{"channel": "regular", "version": version}]},
-    }
+    """The module's ModuleTemplate: its raw manifest at `link`, the default resource `Sample`,
+    an OCM component name."""
+    body = modules.template(namespace, MODULE, version, Path(link))
+    spec = body["spec"]
+    spec["descriptor"] = {"component": {"name": COMPONENT, "version": version}}
+    spec["data"] = default_resource()
+    spec["resources"] = [{"name": "rawManifest", "link": link}]
+    return body
 
 
 def path(kind: str, namespace: str | None = None, name: str | None = None) -> str:

@@ -11,14 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.charts.sources import ChartCache
-from reconciler.kube.cluster import Cluster
 from reconciler.model.lifecycle import API_VERSION
-from reconciler.operator.clusters.install import install_crds
 from reconciler.operator.runtime.wiring import Operator
 from tests.conftest import ClusterFactory, KubeTarget
 from tests.helpers import sample_module as sample
 from tests.operator import modules
-from tests.operator.conftest import SETTINGS, World
+from tests.operator.conftest import SETTINGS, World, bare_world
 from tests.operator.running import reconciles, running
 
 KYMA = "kp"
@@ -92,13 +90,8 @@ def _conditions(body: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
 async def test_a_module_like_template_operator_lives_as_under_the_lifecycle_manager(
     kube_cluster: KubeTarget, namespace: str, cluster_factory: ClusterFactory, tmp_path: Path
 ) -> None:
-    remote_target = await cluster_factory(controller_manager=True)
-    async with (
-        await Cluster.connect(kube_cluster.kubeconfig) as control,
-        await Cluster.connect(remote_target.kubeconfig) as remote,
-    ):
-        await install_crds(control)
-        world = World(control, remote, remote_target.kubeconfig, namespace, tmp_path / "charts")
+    async with bare_world(kube_cluster, namespace, cluster_factory, tmp_path) as world:
+        control, remote = world.control, world.remote
         walk = Walk(world)
 
         def operator() -> Operator:
@@ -108,8 +101,8 @@ async def test_a_module_like_template_operator_lives_as_under_the_lifecycle_mana
             link = f"{url}/sample-operator-1.0.0.yaml"
             for body in (
                 sample.template(namespace, "1.0.0", link),
-                sample.release_meta(namespace, "1.0.0"),
-                modules.kubeconfig_secret(namespace, KYMA, remote_target.kubeconfig),
+                modules.release_meta(namespace, sample.MODULE, {"regular": "1.0.0"}),
+                modules.kubeconfig_secret(namespace, KYMA, world.remote_kubeconfig),
             ):
                 await control.apply(body)
             async with sample.module_alive(remote):

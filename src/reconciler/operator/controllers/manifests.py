@@ -28,7 +28,7 @@ import asyncio
 from typing import Any, ClassVar
 
 from reconciler.core.runner import ComponentReconciler
-from reconciler.errors import ApplyError
+from reconciler.errors import ApplyError, KubeApiError
 from reconciler.kube import records
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.readiness import WATCHED_KINDS, readiness
@@ -385,7 +385,11 @@ class ManifestController(RemoteObjectController[ManifestSpec]):
             info = await cluster.info(default)
             found = await cluster.list(info)
         except ApplyError:
-            return []
+            return []  # not served (any more): none can exist
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise
+            return []  # its CRD went meanwhile
         if spec.custom_resource_policy == CustomResourcePolicy.IGNORE:
             return found
         return [
