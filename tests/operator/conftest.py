@@ -4,6 +4,7 @@ plane), with a second real apiserver as the remote cluster its modules go to."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,28 @@ class World:
             modules.release_meta(ns, "beta", {"regular": "1.0.0", "fast": "1.0.0"}),
         ):
             await self.control.apply(body)
+
+
+@asynccontextmanager
+async def bare_world(
+    kube_cluster: KubeTarget, namespace: str, cluster_factory: ClusterFactory, charts: Path
+) -> AsyncIterator[World]:
+    """The two clusters and the operator's CRDs, no operator: for a test that runs its own (as
+    processes, or several one after another)."""
+    remote_target = await cluster_factory(controller_manager=True)  # namespaces finalize
+    async with (
+        await Cluster.connect(kube_cluster.kubeconfig) as control,
+        await Cluster.connect(remote_target.kubeconfig) as remote,
+    ):
+        await install_crds(control)
+        yield World(
+            control,
+            remote,
+            remote_target.kubeconfig,
+            namespace,
+            charts,
+            control_kubeconfig=kube_cluster.kubeconfig,
+        )
 
 
 @pytest.fixture

@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.devcluster.processes import tied_to_parent
-from reconciler.kube.cluster import Cluster
 from reconciler.model.lifecycle import API_VERSION, module_object_name
-from reconciler.operator.clusters.install import install_crds
 from tests.conftest import ClusterFactory, KubeTarget
 from tests.operator import modules
-from tests.operator.conftest import LOCAL_SOURCES_ENV, World
+from tests.operator.conftest import LOCAL_SOURCES_ENV, bare_world
 
 ENV = {
     "RECONCILER_OPERATOR_BUSY_INTERVAL": "0.5",
@@ -40,16 +38,11 @@ async def _start(kubeconfig: Path, namespace: str) -> asyncio.subprocess.Process
 async def test_a_killed_operator_leaves_work_the_next_one_finishes(
     kube_cluster: KubeTarget, namespace: str, cluster_factory: ClusterFactory, tmp_path: Path
 ) -> None:
-    remote_target = await cluster_factory(controller_manager=True)
-    async with (
-        await Cluster.connect(kube_cluster.kubeconfig) as control,
-        await Cluster.connect(remote_target.kubeconfig) as remote,
-    ):
-        await install_crds(control)
-        # World only for its helpers: the operators here are processes
-        world = World(control, remote, remote_target.kubeconfig, namespace, tmp_path)
+    # World only for its helpers: the operators here are processes
+    async with bare_world(kube_cluster, namespace, cluster_factory, tmp_path) as world:
+        control, remote = world.control, world.remote
         await world.catalog()
-        await control.apply(modules.kubeconfig_secret(namespace, "kr", remote_target.kubeconfig))
+        await control.apply(modules.kubeconfig_secret(namespace, "kr", world.remote_kubeconfig))
         spec = [{"name": "alpha", "managed": True}, {"name": "beta", "managed": True}]
         await control.apply(modules.kyma(namespace, "kr", "regular", spec))
 

@@ -14,7 +14,7 @@ import copy
 import hashlib
 import json
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from reconciler.charts.determinism import chart_varying_calls, varying_calls
 from reconciler.charts.policy import SourcePolicy
@@ -110,7 +110,9 @@ class HelmChartProvider:
         nothing it renders depends on them. With them, its record held the digest of the
         cluster before its own CRDs existed, and the first re-run after every install (or
         CRD change) missed the fast path and applied every CRD again."""
-        same = [task.component, task.namespace, task.version, cluster]
+        same: list[Any] = [task.component, task.namespace, task.version, cluster]
+        if task.stamp:  # only then: digests of tasks without one stay as they were
+            same.append(task.stamp.key())
         match task.source:
             case RawManifest(link):
                 text = await self.raw.text(link)
@@ -132,7 +134,7 @@ class HelmChartProvider:
             *(self.cache.fetch(source, self.policy) for source in sources)
         )
         trees = await asyncio.to_thread(lambda: [tree_fingerprint(r) for r in roots])
-        inputs = [
+        inputs: list[Any] = [
             __version__,
             trees,
             task.component,
@@ -143,6 +145,8 @@ class HelmChartProvider:
             task.include_crds,
             cluster,
         ]
+        if task.stamp:
+            inputs.append(task.stamp.key())
         text = json.dumps(inputs, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -27,7 +27,12 @@ async def diff_component_set(
         task = tasks[name]
         rendered = await reconciler.charts.render(task, capabilities)
         objects, _ = await prepare_all(
-            cluster, rendered, namespace=task.namespace, version=task.version, component=name
+            cluster,
+            rendered,
+            namespace=task.namespace,
+            version=task.version,
+            component=name,
+            stamp=task.stamp,
         )
         for obj in objects:
             text = await diff_object(cluster, obj)

@@ -279,6 +279,7 @@ async def _prepared(run: _Run, objects: list[KubeObject]) -> list[KubeObject]:
         namespace=run.task.namespace,
         version=run.task.version,
         component=run.task.component,
+        stamp=run.task.stamp,
     )
     return prepared
 
@@ -314,6 +315,7 @@ class _FullApply:
             namespace=task.namespace,
             version=task.version,
             component=task.component,
+            stamp=task.stamp,
         )
         owned_namespace, created = await self._ensure_namespace()
         intent = {

@@ -18,6 +18,7 @@ from reconciler.kube.readiness import READY, readiness
 from reconciler.kube.transform import prepare
 from reconciler.kube.wait import wait_established
 from reconciler.model.kube_object import KubeObject, ObjectKey
+from reconciler.model.task import Stamp
 from reconciler.util.text import count
 
 
@@ -45,7 +46,13 @@ def _crd_scopes(objects: list[KubeObject]) -> dict[tuple[str, str], bool]:
 
 
 async def prepare_all(
-    cluster: Cluster, objects: list[KubeObject], *, namespace: str, version: str, component: str
+    cluster: Cluster,
+    objects: list[KubeObject],
+    *,
+    namespace: str,
+    version: str,
+    component: str,
+    stamp: Stamp | None = None,
 ) -> tuple[list[KubeObject], list[str]]:
     """Resolve each object's scope and prepare it for applying (see `transform.prepare`).
 
@@ -64,7 +71,12 @@ async def prepare_all(
         if namespaced is None:
             namespaced = (await cluster.info(obj)).namespaced
         ready, notes = prepare(
-            obj, namespace=namespace, namespaced=namespaced, version=version, component=component
+            obj,
+            namespace=namespace,
+            namespaced=namespaced,
+            version=version,
+            component=component,
+            stamp=stamp,
         )
         times[ready.key] = times.get(ready.key, 0) + 1
         result.pop(ready.key, None)  # the last rendering takes the last one's place

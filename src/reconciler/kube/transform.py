@@ -17,6 +17,7 @@ import copy
 from typing import Any
 
 from reconciler.model.kube_object import KubeObject
+from reconciler.model.task import Stamp
 
 MANAGED_BY = "reconciler.kyma-project.io/managed-by"
 ORIGIN_VERSION = "reconciler.kyma-project.io/origin-version"
@@ -145,9 +146,16 @@ def _dicts(items: Any) -> list[dict[str, Any]]:
 
 
 def prepare(
-    obj: KubeObject, *, namespace: str, namespaced: bool, version: str, component: str
+    obj: KubeObject,
+    *,
+    namespace: str,
+    namespaced: bool,
+    version: str,
+    component: str,
+    stamp: Stamp | None = None,
 ) -> tuple[KubeObject, list[str]]:
-    """Return the object to apply (a copy) and warnings about what was changed and why."""
+    """Return the object to apply (a copy) and warnings about what was changed and why;
+    `stamp`'s labels and annotations are added (over the object's own)."""
     warnings: list[str] = []
     raw = _drop_nulls(copy.deepcopy(obj.raw), obj.kind, warnings)
     prepared = KubeObject(raw)
@@ -158,6 +166,10 @@ def prepare(
     elif "namespace" in meta:
         del meta["namespace"]
     labels = meta.setdefault("labels", {})
+    if stamp:
+        labels.update(stamp.labels)
+        if stamp.annotations:
+            meta["annotations"] = {**(meta.get("annotations") or {}), **stamp.annotations}
     labels[MANAGED_BY] = MANAGER
     labels[ORIGIN_VERSION] = version
     labels[COMPONENT] = component

@@ -9,6 +9,7 @@ that the chart provider (`core/charts.py`) dispatches on. Progress events end in
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,22 @@ Source = ChartRef | RawManifest | GivenObjects
 
 
 @dataclass(frozen=True)
+class Stamp:
+    """Labels and annotations put on every object a task applies (besides the core's own): a
+    driver's marks, e.g. the lifecycle manager's on a module's objects."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.labels or self.annotations)
+
+    def key(self) -> list[list[tuple[str, str]]]:
+        """A JSON-able form for digests (changes whenever the stamp does)."""
+        return [sorted(self.labels.items()), sorted(self.annotations.items())]
+
+
+@dataclass(frozen=True)
 class Task:
     component: str
     namespace: str
@@ -86,6 +103,8 @@ class Task:
     regenerate: str = ""
     """A token: when it differs from the one the component last ran with, values the chart
     generates (certificates, passwords) are applied as rendered instead of kept as they are."""
+    stamp: Stamp = Stamp()
+    """Labels and annotations for every object of the component."""
 
 
 @dataclass(frozen=True)

@@ -11,27 +11,30 @@ waits for them (finalizer `operator.kyma-project.io/Kyma`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from reconciler.errors import KubeApiError, ReconcilerError
-from reconciler.model.kube_object import Body
+from reconciler.model.kube_object import Body, KubeObject
 from reconciler.model.lifecycle import (
     API_VERSION,
     CHANNEL,
+    GROUP,
     KYMA_FINALIZER,
     KYMA_NAME,
     MANAGED_BY,
-    MANAGER,
     MODULE_NAME,
     SKIP_RECONCILIATION,
     SYNC,
     UNMANAGED,
+    UNMANAGED_ANNOTATION,
     CustomResourcePolicy,
     KymaSpec,
     Module,
     State,
+    kyma_of,
     module_object_name,
 )
 from reconciler.observability.logging import get_logger, log_state_change
@@ -45,7 +48,7 @@ from reconciler.operator.catalog.resolve import (
 )
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.fleet import FleetIndex
-from reconciler.operator.controllers.status import aggregate, last_operation
+from reconciler.operator.controllers.status import aggregate, condition, last_operation
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.rollout.index import RolloutIndex
 from reconciler.operator.settings import OperatorSettings
@@ -57,12 +60,30 @@ def manifest_name(kyma: str, module: str) -> str:
     return module_object_name(kyma, module)
 
 
-def _tracking(kind: str, namespace: str, name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": kind,
-        "metadata": {"name": name, "namespace": namespace},
-    }
+LM_MANAGER = "lifecycle-manager"
+"""`MANAGED_BY` on the Manifests, as the lifecycle manager labels them."""
+OCM_COMPONENT_NAME = f"{GROUP}/ocm-component-name"
+FQDN = f"{GROUP}/fqdn"
+"""The module's OCM component name, under the lifecycle manager's deprecated key too."""
+
+
+def _tracking(
+    kind: str, namespace: str, name: str, generation: int | None = None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if generation is not None:
+        meta["generation"] = generation
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": meta}
+
+
+def ocm_component_name(templates: list[Body], name: str) -> str:
+    """The OCM component name of the ModuleTemplate `name` (its descriptor's), "" without."""
+    for body in templates:
+        template = KubeObject(body)
+        if template.name == name:
+            descriptor = (template.raw.get("spec") or {}).get("descriptor") or {}
+            return str((descriptor.get("component") or {}).get("name") or "")
+    return ""
 
 
 class KymaController:
@@ -82,6 +103,10 @@ class KymaController:
         self.control = control
         self.settings = settings
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
+        self.catalog: Probe | None = None
+        """Whether the Kyma's catalog was copied to its remote cluster (the remote sync's)."""
+        self.webhook: Probe | None = None
+        """Whether the watcher's webhook is in place there (set when the watcher is on)."""
 
     async def handle(self, namespace: str, name: str) -> float | None:
         kyma = await self.control.get("Kyma", namespace, name)
@@ -173,8 +198,9 @@ class KymaController:
                     metas, templates, indexed = await self._catalog(namespace, fresh=True)
                     resolved = resolve(*args, metas, templates, kyma_labels=labels, choose=choose)
                 back = choose is not None and module.name in choose.rollback
+                component = ocm_component_name(templates, resolved.template)
                 manifest = await self._ensure_manifest(
-                    kyma, module, resolved, current, rollback=back
+                    kyma, module, resolved, current, component, rollback=back
                 )
             except CatalogError as exc:
                 modules.append(
@@ -186,20 +212,22 @@ class KymaController:
                     }
                 )
                 continue
-            modules.append(self._module_status(module, resolved, manifest))
-        await self._mandatory(kyma, (mandatory, problems), existing, wanted)
+            modules.append(self._module_status(module, resolved, manifest, component))
+        await self._mandatory(kyma, (mandatory, problems), templates, existing, wanted)
         for module_name, manifest in existing.items():
             if module_name not in wanted and not manifest["metadata"].get("deletionTimestamp"):
                 await self.control.delete("Manifest", namespace, manifest["metadata"]["name"])
         gone = [m for name, m in existing.items() if name not in wanted]
         for manifest in gone:  # still being removed: shown until its finalizer is done
-            modules.append(
-                {
-                    "name": manifest["metadata"]["labels"].get(MODULE_NAME, ""),
-                    "state": str(State.DELETING),
-                    "manifest": _tracking("Manifest", namespace, manifest["metadata"]["name"]),
-                }
-            )
+            entry = {
+                "name": manifest["metadata"]["labels"].get(MODULE_NAME, ""),
+                "state": str(State.DELETING),
+                "manifest": _tracking("Manifest", namespace, manifest["metadata"]["name"]),
+            }
+            waits = ((manifest.get("status") or {}).get("lastOperation") or {}).get("operation")
+            if waits:  # what its removal waits for ("waiting for module crs deletion: ...")
+                entry["message"] = waits
+            modules.append(entry)
         state = aggregate(m["state"] for m in modules)
         message = (
             "all modules are ready" if state is State.READY else _first_problem(modules, state)
@@ -219,6 +247,7 @@ class KymaController:
         self,
         kyma: Body,
         catalog_mandatory: tuple[list[Resolved], list[str]],
+        templates: list[Body],
         existing: dict[str, Body],
         wanted: set[str],
     ) -> None:
@@ -238,7 +267,12 @@ class KymaController:
             current = await self._current(kyma, resolved.module, existing)
             try:
                 await self._ensure_manifest(
-                    kyma, Module(name=resolved.module), resolved, current, mandatory=True
+                    kyma,
+                    Module(name=resolved.module),
+                    resolved,
+                    current,
+                    ocm_component_name(templates, resolved.template),
+                    mandatory=True,
                 )
             except CatalogError as exc:
                 get_logger(kyma=kyma["metadata"]["name"]).warning(
@@ -251,6 +285,7 @@ class KymaController:
         module: Module,
         resolved: Resolved,
         current: Body | None,
+        component: str,
         *,
         mandatory: bool = False,
         rollback: bool = False,
@@ -282,14 +317,20 @@ class KymaController:
             KYMA_NAME: meta["name"],
             MODULE_NAME: module.name,
             CHANNEL: resolved.channel,
-            MANAGED_BY: MANAGER,
+            MANAGED_BY: LM_MANAGER,
         }
         if mandatory:
             labels[MANDATORY_MODULE] = "true"
             del labels[CHANNEL]  # a mandatory module has one version on every channel
+        annotations = {OCM_COMPONENT_NAME: component, FQDN: component} if component else {}
+        marks = {"labels": labels, "annotations": annotations}
         have_labels = (current or {}).get("metadata", {}).get("labels") or {}
         same_labels = (MANDATORY_MODULE in have_labels) == mandatory
-        if current is not None and same_labels and _contains(current.get("spec") or {}, spec):
+        if (
+            current is not None
+            and same_labels
+            and _contains(current, {"metadata": marks, "spec": spec})
+        ):
             return current
         body = {
             "apiVersion": API_VERSION,
@@ -301,7 +342,7 @@ class KymaController:
                     else manifest_name(meta["name"], module.name)
                 ),
                 "namespace": meta["namespace"],
-                "labels": labels,
+                **marks,
                 "ownerReferences": [
                     {
                         "apiVersion": API_VERSION,
@@ -350,39 +391,60 @@ class KymaController:
                 return
             meta = fresh["metadata"]
 
-    @staticmethod
-    def _module_status(module: Module, resolved: Resolved, manifest: Body) -> dict[str, Any]:
-        namespace = manifest["metadata"]["namespace"]
-        status = manifest.get("status") or {}
-        entry: dict[str, Any] = {
-            "name": module.name,
+    def _module_status(
+        self, module: Module, resolved: Resolved, manifest_body: Body, component: str
+    ) -> dict[str, Any]:
+        """As the lifecycle manager writes a module's entry: its OCM component name (and the
+        deprecated `fqdn`), and `resource` only for a default resource we create (policy
+        `CreateAndDelete`), with the namespace it is created in."""
+        manifest = KubeObject(manifest_body)
+        status = manifest.raw.get("status") or {}
+        entry: dict[str, Any] = {"name": module.name}
+        if component:
+            entry["fqdn"] = entry["ocmComponentName"] = component
+        entry |= {
             "channel": resolved.channel,
             "version": resolved.version,
             "state": str(status.get("state") or State.PROCESSING),
-            "manifest": _tracking("Manifest", namespace, manifest["metadata"]["name"]),
-            "template": _tracking("ModuleTemplate", namespace, resolved.template),
+            "manifest": _tracking(
+                "Manifest", manifest.namespace, manifest.name, manifest.metadata.get("generation")
+            ),
+            "template": _tracking("ModuleTemplate", manifest.namespace, resolved.template),
         }
         message = (status.get("lastOperation") or {}).get("operation")
         if message and entry["state"] != State.READY:
             entry["message"] = message
-        if resolved.resource:
-            res_meta = resolved.resource.get("metadata") or {}
+        policy = (manifest.raw.get("spec") or {}).get("customResourcePolicy")
+        if resolved.resource and policy != CustomResourcePolicy.IGNORE:
+            resource = KubeObject(dict(resolved.resource))
+            namespace = resource.namespace or self.settings.module_namespace.replace(
+                "{kyma}", kyma_of(manifest_body)
+            )
             entry["resource"] = {
-                "apiVersion": resolved.resource.get("apiVersion"),
-                "kind": resolved.resource.get("kind"),
-                "metadata": {k: res_meta[k] for k in ("name", "namespace") if k in res_meta},
+                "apiVersion": resource.api_version,
+                "kind": resource.kind,
+                "metadata": {"name": resource.name, "namespace": namespace},
             }
         return entry
 
     async def _release(self, manifest: Body) -> None:
         """Give a module up without uninstalling it (`managed: false`)."""
         meta = manifest["metadata"]
-        if meta.get("labels", {}).get(UNMANAGED) != "true":
+        marked = KubeObject(manifest)
+        if (
+            marked.labels.get(UNMANAGED) != "true"
+            or marked.annotations.get(UNMANAGED_ANNOTATION) != "true"
+        ):
             await self.control.patch(
                 "Manifest",
                 meta["namespace"],
                 meta["name"],
-                {"metadata": {"labels": {UNMANAGED: "true"}}},
+                {
+                    "metadata": {
+                        "labels": {UNMANAGED: "true"},
+                        "annotations": {UNMANAGED_ANNOTATION: "true"},
+                    }
+                },
             )
         if not meta.get("deletionTimestamp"):
             await self.control.delete("Manifest", meta["namespace"], meta["name"])
@@ -409,6 +471,25 @@ class KymaController:
         self.metrics.forget_kyma(meta["namespace"], meta["name"])
         return None
 
+    def _condition_values(
+        self, kyma: Body, modules: list[dict[str, Any]] | None
+    ) -> dict[str, bool | None]:
+        """`Modules`: every module Ready (or Unmanaged); `ModuleCatalog`: the catalog copied
+        to the remote cluster (a Kyma without one has nothing to copy); `SKRWebhook` (with the
+        watcher): its webhook in place there."""
+        obj = KubeObject(kyma)
+        states = [str(m.get("state")) for m in modules or []]
+        values: dict[str, bool | None] = {
+            "Modules": all(s in (State.READY, State.UNMANAGED) for s in states)
+        }
+        remote = obj.labels.get(SYNC) != "false"
+        values["ModuleCatalog"] = (
+            (self.catalog(obj.namespace, obj.name) if self.catalog else None) if remote else True
+        )
+        if self.webhook is not None and remote:
+            values["SKRWebhook"] = self.webhook(obj.namespace, obj.name)
+        return values
+
     async def _set(
         self,
         kyma: Body,
@@ -429,7 +510,7 @@ class KymaController:
         if active:
             status["activeChannel"] = active
         status["conditions"] = _conditions(
-            previous, state, message, kyma["metadata"].get("generation")
+            previous, self._condition_values(kyma, modules), kyma["metadata"].get("generation")
         )
         await self.control.set_status(kyma, status)
         module_states = {str(m["name"]): str(m["state"]) for m in modules or []}
@@ -444,31 +525,49 @@ class KymaController:
         self.metrics.requeues.labels("Kyma", reason.get(state, "busy")).inc()
 
 
+Probe = Callable[[str, str], bool | None]
+"""Whether a part of a Kyma's sync is in order (namespace, name); None: not known yet."""
+
+# the lifecycle manager's Kyma conditions: type -> (message when True, False, Unknown); the
+# reason is always "Ready", the status says whether it is
+KYMA_CONDITIONS = {
+    "Modules": (
+        "all modules are in ready state",
+        "not all modules are in ready state",
+        "modules state is unknown",
+    ),
+    "ModuleCatalog": (
+        "module templates are synchronized",
+        "module templates are out of sync and need to be resynchronized",
+        "module templates synchronization state is unknown",
+    ),
+    "SKRWebhook": (
+        "skrwebhook is synchronized",
+        "skrwebhook is out of sync and needs to be resynchronized",
+        "no detailed message available as condition or status is unknown to API",
+    ),
+}
+
+
 def _conditions(
-    previous: Body, state: State, message: str, generation: int | None
+    previous: Body, values: dict[str, bool | None], generation: int | None
 ) -> list[dict[str, Any]]:
-    """One condition, `ModuleCatalog`... kept simple: `Modules` True when every module is Ready."""
-    ready = "True" if state is State.READY else "False"
-    reason = "Ready" if state is State.READY else str(state) or "Processing"
-    old = next((c for c in previous.get("conditions") or [] if c.get("type") == "Modules"), None)
-    stamp = last_operation({}, "")["lastUpdateTime"]
-    if old and old.get("status") == ready and old.get("reason") == reason:
-        stamp = old.get("lastTransitionTime", stamp)
-    condition: dict[str, Any] = {
-        "type": "Modules",
-        "status": ready,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": stamp,
-    }
-    if generation is not None:
-        condition["observedGeneration"] = generation
-    return [condition]
+    """The lifecycle manager's conditions of a Kyma (those in `values`), with its messages;
+    conditions of other types are kept."""
+    have = {c.get("type"): c for c in previous.get("conditions") or []}
+    result = []
+    for kind, value in values.items():
+        yes, no, unknown = KYMA_CONDITIONS[kind]
+        message = yes if value else unknown if value is None else no
+        result.append(condition(have.get(kind), kind, value, "Ready", message, generation))
+    return result + [c for kind, c in have.items() if kind not in KYMA_CONDITIONS]
 
 
 def _first_problem(modules: list[dict[str, Any]], state: State) -> str:
     for module in modules:
-        if module["state"] == state:
+        if module["state"] == state or (
+            state is State.PROCESSING and module["state"] == State.DELETING
+        ):
             detail = module.get("message") or str(state).lower()
             return f"module {module['name']}: {detail}"
     return str(state)

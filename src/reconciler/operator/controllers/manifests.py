@@ -1,50 +1,64 @@
-"""The Manifest controller: one module on one target cluster, installed by the component core.
+"""The Manifest controller: one module on one target cluster, installed by the component core,
+in the lifecycle manager's steps and with its marks.
 
-Reconcile: target cluster (local or the Kyma's remote one) -> the core (render, apply, prune
-what the previous version applied and this one does not, the no-op fast path when nothing
-changed) -> the module's default custom resource when the policy is `CreateAndDelete` ->
-readiness of its workloads -> `status.state` and `status.synced`.
-Delete (finalizer `declarative.kyma-project.io/finalizer`): the default custom resource first,
-then wait until no custom resource of the module's CRDs is left (the status names the ones that
-block), then the module, then the finalizer. A Manifest marked unmanaged leaves the module.
+Reconcile: target cluster (local or the Kyma's remote one) -> the core (render, apply with the
+lifecycle manager's labels and annotations on every object, prune what the previous version
+applied and this one does not, the no-op fast path when nothing changed) -> once the module's
+CRDs are served, its default custom resource, created only when missing (policy
+`CreateAndDelete`; a user's edit of it stays, and the `ModuleCR` condition remembers it was
+created, across restarts) -> readiness of its workloads -> `status.state`, `status.synced` and
+the conditions `Resources`, `Installation`, `ModuleCR`.
+
+Delete (finalizer `declarative.kyma-project.io/finalizer`), the lifecycle manager's order, each
+step requeued (busy) until done, never waited for in a worker:
+1. custom resources of the default resource's kind, other than the default resource itself (all
+   of them with policy `Ignore`), in any namespace, block: `Deleting`, "waiting for module crs
+   deletion", naming them; nothing is removed meanwhile;
+2. the default resource is deleted, and waited for (its controller's finalizer);
+3. the module's objects of other kinds than the operator's own (its custom resources,
+   ConfigMaps, ...) are deleted and waited for, while the operator still runs;
+4. the rest through the core (Deployments, RBAC, Services, CRDs, namespaces), then the finalizer.
+A Manifest marked unmanaged (the Kyma gives the module up) leaves the module installed and takes
+only its marks off the module's objects (`UNMARKED`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import ValidationError
+import asyncio
+from typing import Any, ClassVar
 
 from reconciler.core.runner import ComponentReconciler
-from reconciler.errors import ReconcilerError
+from reconciler.errors import ApplyError, KubeApiError
 from reconciler.kube import records
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.readiness import WATCHED_KINDS, readiness
 from reconciler.model.kube_object import Body, KubeObject
 from reconciler.model.lifecycle import (
     FIELD_MANAGER,
+    GROUP,
     KYMA_NAME,
+    MANAGED_BY,
     MANIFEST_FINALIZER,
-    SKIP_RECONCILIATION,
     UNMANAGED,
+    UNMANAGED_ANNOTATION,
     CustomResourcePolicy,
     ManifestSpec,
     State,
     SyncedObject,
     kyma_of,
 )
-from reconciler.model.task import ChartRef, RawManifest, Task, TaskType
+from reconciler.model.task import ChartRef, RawManifest, Stamp, Task, TaskType
 from reconciler.observability.logging import get_logger, log_state_change
 from reconciler.operator.catalog.sources import install_link
-from reconciler.operator.clusters.control import ControlPlane
+from reconciler.operator.clusters.control import MERGE_PATCH, ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch, Kind
 from reconciler.operator.clusters.targets import (
     TargetClusters,
     TargetError,
     TargetMissing,
-    connection_lost,
 )
-from reconciler.operator.controllers.status import invalid, last_operation
+from reconciler.operator.controllers.remote_object import RemoteObjectController
+from reconciler.operator.controllers.status import condition, last_operation
 from reconciler.operator.metrics import OperatorMetrics
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered
@@ -52,8 +66,85 @@ from reconciler.util.backoff import Backoff
 
 MAX_NAMED = 5
 
+# the lifecycle manager's marks on every object of a module (its default resource transforms)
+MANAGED_BY_KYMA = "kyma"
+PART_OF = "app.kubernetes.io/part-of"
+APP_COMPONENT = "app.kubernetes.io/component"
+OWNED_BY = f"deprecated-{GROUP}/owned-by"
+DISCLAIMER = f"{GROUP}/managed-by-reconciler-disclaimer"
+DISCLAIMER_TEXT = (
+    "DO NOT EDIT - This resource is managed by Kyma.\n"
+    "Any modifications are discarded and the resource is reverted to the original state."
+)
+UNMARKED = {"labels": (MANAGED_BY,), "annotations": (OWNED_BY, DISCLAIMER)}
+"""Taken off a module's objects when it becomes unmanaged: the marks that claim an owner."""
 
-class ManifestController:
+OPERATOR_KINDS = frozenset(
+    {
+        "CustomResourceDefinition",
+        "Namespace",
+        "ServiceAccount",
+        "Role",
+        "ClusterRole",
+        "RoleBinding",
+        "ClusterRoleBinding",
+        "Service",
+        "Deployment",
+    }
+)
+"""The module operator's own kinds: deleted last, after everything it may need to clean up."""
+
+# the Manifest's conditions: type -> (reason, message while False, message once True)
+CONDITIONS = {
+    "Resources": (
+        "ResourcesAvailable",
+        "resources not parsed",
+        "resources are parsed and ready for use",
+    ),
+    "Installation": (
+        "Ready",
+        "installation is not ready",
+        "installation is ready and resources can be used",
+    ),
+    "ModuleCR": (
+        "ModuleCRCreated",
+        "module CR has not been created to SKR",
+        "module CR was created",
+    ),
+}
+READY_MESSAGE = "resources are ready"
+BLOCKED_MESSAGE = "waiting for module crs deletion"
+
+
+def _synced(body: Body) -> list[KubeObject]:
+    """The objects `status.synced` names (references: kind, name, namespace)."""
+    found = []
+    for item in (body.get("status") or {}).get("synced") or []:
+        entry = SyncedObject.model_validate(item)
+        meta = {"name": entry.name, **({"namespace": entry.namespace} if entry.namespace else {})}
+        api_version = f"{entry.group}/{entry.version}" if entry.group else entry.version
+        found.append(KubeObject({"apiVersion": api_version, "kind": entry.kind, "metadata": meta}))
+    return found
+
+
+def label_value(text: str) -> str:
+    """`text` as a label value: at most 63 characters, ending alphanumeric."""
+    return text[:63].rstrip("-_.")
+
+
+def _named(objects: list[KubeObject]) -> str:
+    names = [
+        f"{o.kind} {o.namespace}/{o.name}" if o.namespace else f"{o.kind} {o.name}" for o in objects
+    ]
+    more = f" (and {len(names) - MAX_NAMED} more)" if len(names) > MAX_NAMED else ""
+    return ", ".join(names[:MAX_NAMED]) + more
+
+
+class ManifestController(RemoteObjectController[ManifestSpec]):
+    kind: ClassVar[str] = "Manifest"
+    finalizer: ClassVar[str] = MANIFEST_FINALIZER
+    spec_model = ManifestSpec
+
     def __init__(
         self,
         control: ControlPlane,
@@ -83,57 +174,61 @@ class ManifestController:
         cluster, kinds = watched
         return lambda since: drift.covers(cluster, kinds, since)
 
-    async def handle(self, namespace: str, name: str) -> float | None:
-        body = await self.control.get("Manifest", namespace, name)
-        if body is None:
-            self.backoff.forget((namespace, name))
-            self._watched.pop((namespace, name), None)
-            return None
-        meta = body["metadata"]
-        if meta.get("labels", {}).get(SKIP_RECONCILIATION) == "true":
-            return None
-        log = get_logger(manifest=name, namespace=namespace, kyma=kyma_of(body) or None)
-        try:
-            spec = ManifestSpec.model_validate(body.get("spec") or {})
-        except ValidationError as exc:
-            return await self._report(body, State.ERROR, "invalid " + invalid(exc, "spec"))
-        try:
-            if meta.get("deletionTimestamp"):
-                return await self._delete(body, spec)
-            await self.control.set_finalizer(body, MANIFEST_FINALIZER, True)
-            return await self._reconcile(body, spec)
-        except ReconcilerError as exc:
-            log.warning("manifest failed", error=str(exc))
-            if connection_lost(exc):
-                await self._evict(body)
-            state = State.DELETING if meta.get("deletionTimestamp") else State.ERROR
-            return await self._report(body, state, str(exc), error=True)
+    def _forget(self, key: tuple[str, str]) -> None:
+        self._watched.pop(key, None)
+
+    def _kyma(self, body: Body, spec: ManifestSpec) -> str:
+        return kyma_of(body)
+
+    async def _failed(self, body: Body, state: State, exc: Exception) -> float:
+        return await self._report(body, state, str(exc), error=True)
 
     async def _evict(self, body: Body) -> None:
         await self.targets.evict(body["metadata"]["namespace"], kyma_of(body))
 
+    @staticmethod
+    def _unmanaged(body: Body) -> bool:
+        obj = KubeObject(body)
+        return (
+            obj.labels.get(UNMANAGED) == "true"
+            or obj.annotations.get(UNMANAGED_ANNOTATION) == "true"
+        )
+
     async def _target(self, body: Body, spec: ManifestSpec) -> Cluster:
-        meta = body["metadata"]
         kyma = kyma_of(body)
         if spec.remote and not kyma:
             raise TargetError(f"a remote Manifest needs the label {KYMA_NAME}")
-        return await self.targets.get(meta["namespace"], kyma, remote=spec.remote)
+        return await self.targets.get(KubeObject(body).namespace, kyma, remote=spec.remote)
 
     def _task(self, body: Body, spec: ManifestSpec, task_type: TaskType) -> Task:
         url, raw = install_link(spec.install.name, spec.install.source)
         if not url:
             raise TargetError("spec.install.source has no `url`")
+        manifest = KubeObject(body)
         return Task(
-            component=body["metadata"]["name"],
+            component=manifest.name,
             namespace=self._namespace(body),
             version=spec.version or "0.0.0",
             source=RawManifest(str(url)) if raw else ChartRef(str(url)),
             type=task_type,
             wait=False,
             timeout=self.settings.timeout,
+            stamp=Stamp(
+                labels={
+                    MANAGED_BY: MANAGED_BY_KYMA,
+                    PART_OF: "Kyma",
+                    APP_COMPONENT: label_value(manifest.name),
+                },
+                annotations={
+                    OWNED_BY: f"{manifest.namespace}/{manifest.name}",
+                    DISCLAIMER: DISCLAIMER_TEXT,
+                },
+            ),
         )
 
     async def _reconcile(self, body: Body, spec: ManifestSpec) -> float | None:
+        if self._unmanaged(body):
+            return None  # given up: its deletion (which leaves the module) follows
         cluster = await self._target(body, spec)
         task = self._task(body, spec, TaskType.RECONCILE)
         outcome = await self.core.run(task, cluster)
@@ -141,14 +236,16 @@ class ManifestController:
             if outcome.transient:
                 await self._evict(body)
             return await self._report(body, State.ERROR, outcome.error, error=True)
+        done = {"Resources"}
         record = outcome.record or await records.read(cluster, task.component, task.namespace)
         entries = record.entries if record else []
         watched = [e.as_object() for e in entries if e.kind in WATCHED_KINDS]
         crds = [obj for obj in watched if obj.is_crd]
         waiting = await self._not_ready(cluster, crds)
         if not waiting:  # the default resource needs its CRD served
-            if spec.resource and spec.custom_resource_policy != CustomResourcePolicy.IGNORE:
-                await cluster.apply(self._default_resource(body, spec), field_manager=FIELD_MANAGER)
+            if self._has_default(spec):
+                await self._create_default(cluster, body, spec)
+                done.add("ModuleCR")
             waiting = await self._not_ready(cluster, [o for o in watched if not o.is_crd])
         synced = [
             SyncedObject(
@@ -165,27 +262,49 @@ class ManifestController:
             self.drift.track(cluster, task.component, ("Manifest", *self._key(body)), kinds)
             self._watched[self._key(body)] = (cluster, kinds)
         if waiting:
-            return await self._report(body, State.PROCESSING, f"waiting: {waiting}", synced=synced)
+            return await self._report(
+                body, State.PROCESSING, f"waiting: {waiting}", synced=synced, done=done
+            )
+        done.add("Installation")
         state = State.WARNING if outcome.warnings else State.READY
-        message = (
-            "; ".join(outcome.warnings[:MAX_NAMED]) if outcome.warnings else "installation is ready"
-        )
-        return await self._report(body, state, message, synced=synced)
+        message = "; ".join(outcome.warnings[:MAX_NAMED]) if outcome.warnings else READY_MESSAGE
+        return await self._report(body, state, message, synced=synced, done=done)
 
     @staticmethod
     def _key(body: Body) -> tuple[str, str]:
-        return body["metadata"]["namespace"], body["metadata"]["name"]
+        obj = KubeObject(body)
+        return obj.namespace, obj.name
 
     def _namespace(self, body: Body) -> str:
-        kyma = kyma_of(body)
-        return self.settings.module_namespace.replace("{kyma}", kyma)
+        return self.settings.module_namespace.replace("{kyma}", kyma_of(body))
 
-    def _default_resource(self, body: Body, spec: ManifestSpec) -> dict[str, Any]:
-        resource = dict(spec.resource or {})
-        meta = dict(resource.get("metadata") or {})
-        meta.setdefault("namespace", self._namespace(body))
-        resource["metadata"] = meta
+    @staticmethod
+    def _has_default(spec: ManifestSpec) -> bool:
+        """The module has a default resource we create and delete (policy `CreateAndDelete`,
+        the default)."""
+        return bool(spec.resource) and spec.custom_resource_policy != CustomResourcePolicy.IGNORE
+
+    def _default_resource(self, body: Body, spec: ManifestSpec) -> KubeObject:
+        resource = KubeObject(dict(spec.resource or {}))
+        resource.raw["metadata"] = {
+            "namespace": self._namespace(body),
+            **resource.metadata,
+        }
         return resource
+
+    async def _create_default(self, cluster: Cluster, body: Body, spec: ManifestSpec) -> None:
+        """Create the default resource when it is missing, once: after the `ModuleCR` condition
+        says it was created, it is the user's (edited, or even deleted, it stays so)."""
+        if self._condition_true(body, "ModuleCR"):
+            return
+        default = self._default_resource(body, spec)
+        if await cluster.get(default) is None:
+            await cluster.create(default, field_manager=FIELD_MANAGER)
+
+    @staticmethod
+    def _condition_true(body: Body, kind: str) -> bool:
+        conditions = (body.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
     async def _not_ready(self, cluster: Cluster, objects: list[KubeObject]) -> str:
         reasons = []
@@ -200,66 +319,115 @@ class ManifestController:
         return "; ".join(reasons[:MAX_NAMED])
 
     async def _delete(self, body: Body, spec: ManifestSpec) -> float | None:
-        meta = body["metadata"]
-        if MANIFEST_FINALIZER not in (meta.get("finalizers") or []):
+        manifest = KubeObject(body)
+        if MANIFEST_FINALIZER not in (manifest.metadata.get("finalizers") or []):
             return None
-        if meta.get("labels", {}).get(UNMANAGED) != "true":
-            try:
-                cluster = await self._target(body, spec)
-            except TargetMissing as exc:
-                # the remote cluster is gone with its Secret: nothing left to clean up there,
-                # and waiting would keep the Manifest (and its Kyma) forever
-                get_logger(manifest=meta["name"], namespace=meta["namespace"]).warning(
-                    "remote cleanup skipped", reason=str(exc)
-                )
-                await self.control.set_finalizer(body, MANIFEST_FINALIZER, False)
-                return None
-            if spec.resource and spec.custom_resource_policy != CustomResourcePolicy.IGNORE:
-                await cluster.delete(self._default_resource(body, spec))
-            blocking = await self._custom_resources_left(cluster, body)
-            if blocking:
-                return await self._report(
-                    body,
-                    State.DELETING,
-                    f"waiting for the module's custom resources to be deleted: {blocking}",
-                    busy=True,
-                )
-            if self.drift is not None:
-                self.drift.forget(cluster, meta["name"])
-            self._watched.pop(self._key(body), None)
-            outcome = await self.core.run(self._task(body, spec, TaskType.DELETE), cluster)
-            if outcome.error:
-                return await self._report(body, State.DELETING, outcome.error, error=True)
-        await self.control.set_finalizer(body, MANIFEST_FINALIZER, False)
-        self.backoff.forget((meta["namespace"], meta["name"]))
+        try:
+            cluster = await self._target(body, spec)
+        except TargetMissing as exc:
+            # the remote cluster is gone with its Secret: nothing left to clean up there,
+            # and waiting would keep the Manifest (and its Kyma) forever
+            get_logger(manifest=manifest.name, namespace=manifest.namespace).warning(
+                "remote cleanup skipped", reason=str(exc)
+            )
+            await self._release(body)
+            return None
+        if self._unmanaged(body):
+            await self._unmark(cluster, body)
+            self._untrack(cluster, body)
+            await self._release(body)
+            return None
+        waiting = await self._deletion_waits_for(cluster, body, spec)
+        if waiting:
+            return await self._report(body, State.DELETING, waiting, busy=True)
+        self._untrack(cluster, body)
+        outcome = await self.core.run(self._task(body, spec, TaskType.DELETE), cluster)
+        if outcome.error:
+            return await self._report(body, State.DELETING, outcome.error, error=True)
+        await self._release(body)
         return None
 
-    async def _custom_resources_left(self, cluster: Cluster, body: Body) -> str:
-        """The custom resources of the module's own CRDs that still exist (named, capped)."""
-        left: list[str] = []
-        for item in (body.get("status") or {}).get("synced") or []:
-            if item.get("kind") != "CustomResourceDefinition":
-                continue
-            crd = await cluster.get(
-                {
-                    "apiVersion": "apiextensions.k8s.io/v1",
-                    "kind": "CustomResourceDefinition",
-                    "metadata": {"name": item["name"]},
-                }
+    async def _deletion_waits_for(self, cluster: Cluster, body: Body, spec: ManifestSpec) -> str:
+        """Steps 1 to 3 of the deletion (see the module's docstring): what the next step waits
+        for, "" once only the core's part is left."""
+        blocking = await self._module_crs(cluster, body, spec)
+        if blocking:
+            return f"{BLOCKED_MESSAGE}: {_named(blocking)}"
+        if self._has_default(spec):
+            default = self._default_resource(body, spec)
+            if await cluster.delete(default):
+                return f"waiting for the default module CR deletion: {_named([default])}"
+        first = [obj for obj in _synced(body) if obj.kind not in OPERATOR_KINDS]
+        deleted = await asyncio.gather(*(self._delete_quietly(cluster, obj) for obj in first))
+        left = [obj for obj, existed in zip(first, deleted, strict=True) if existed]
+        if left:
+            return f"waiting for the module's resources to be deleted: {_named(left)}"
+        return ""
+
+    @staticmethod
+    async def _delete_quietly(cluster: Cluster, obj: KubeObject) -> bool:
+        """Delete; whether it still existed (a kind no longer served: gone)."""
+        try:
+            return await cluster.delete(obj)
+        except ApplyError:
+            return False
+
+    async def _module_crs(
+        self, cluster: Cluster, body: Body, spec: ManifestSpec
+    ) -> list[KubeObject]:
+        """The custom resources that block the deletion: every one of the default resource's
+        group and kind in any namespace but the default resource itself (that one too with
+        policy `Ignore`). None without a default resource, or once its kind is not served."""
+        if not spec.resource:
+            return []
+        default = self._default_resource(body, spec)
+        try:
+            info = await cluster.info(default)
+            found = await cluster.list(info)
+        except ApplyError:
+            return []  # not served (any more): none can exist
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise
+            return []  # its CRD went meanwhile
+        if spec.custom_resource_policy == CustomResourcePolicy.IGNORE:
+            return found
+        return [
+            obj
+            for obj in found
+            if not (
+                obj.name == default.name
+                and (not info.namespaced or obj.namespace == default.namespace)
             )
-            if crd is None:
-                continue
-            group = crd.raw["spec"]["group"]
-            kind = crd.raw["spec"]["names"]["kind"]
-            served = [v["name"] for v in crd.raw["spec"]["versions"] if v.get("served")]
-            if not served:
-                continue
-            info = await cluster.mapper.resolve(f"{group}/{served[0]}", kind)
-            for obj in await cluster.list(info):
-                where = f"{obj.namespace}/{obj.name}" if obj.namespace else obj.name
-                left.append(f"{kind} {where}")
-        more = f" (and {len(left) - MAX_NAMED} more)" if len(left) > MAX_NAMED else ""
-        return ", ".join(left[:MAX_NAMED]) + more
+        ]
+
+    async def _unmark(self, cluster: Cluster, body: Body) -> None:
+        """Take the lifecycle manager's owner marks (`UNMARKED`) off the module's objects."""
+        patch: dict[str, Any] = {
+            "metadata": {part: dict.fromkeys(keys) for part, keys in UNMARKED.items()}
+        }
+        for obj in _synced(body):
+            try:
+                live = await cluster.get(obj)
+                if live is None or not any(
+                    key in (live.labels if part == "labels" else live.annotations)
+                    for part, keys in UNMARKED.items()
+                    for key in keys
+                ):
+                    continue
+                path = (await cluster.info(obj)).path(obj.namespace or None, obj.name)
+                await cluster.client.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+            except ApplyError:
+                continue  # its kind is not served any more: nothing to unmark
+
+    def _untrack(self, cluster: Cluster, body: Body) -> None:
+        if self.drift is not None:
+            self.drift.forget(cluster, KubeObject(body).name)
+        self._watched.pop(self._key(body), None)
+
+    async def _release(self, body: Body) -> None:
+        await self.control.set_finalizer(body, MANIFEST_FINALIZER, False)
+        self.backoff.forget(self._key(body))
 
     async def _report(
         self,
@@ -270,6 +438,7 @@ class ManifestController:
         synced: list[dict[str, Any]] | None = None,
         error: bool = False,
         busy: bool = False,
+        done: set[str] | None = None,
     ) -> float:
         previous = body.get("status") or {}
         status: dict[str, Any] = {
@@ -279,11 +448,17 @@ class ManifestController:
         kept = synced if synced is not None else previous.get("synced")
         if kept is not None:
             status["synced"] = kept
-        if previous.get("conditions"):
-            status["conditions"] = previous["conditions"]
+        spec = body.get("spec") or {}
+        status["conditions"] = self._conditions(
+            previous,
+            done or set(),
+            bool(spec.get("resource"))
+            and spec.get("customResourcePolicy") != CustomResourcePolicy.IGNORE,
+            KubeObject(body).metadata.get("generation"),
+        )
         await self.control.set_status(body, status)
-        meta = body["metadata"]
-        log = get_logger(manifest=meta["name"], namespace=meta["namespace"], kyma=kyma_of(body))
+        meta = KubeObject(body)
+        log = get_logger(manifest=meta.name, namespace=meta.namespace, kyma=kyma_of(body))
         log_state_change(log, "manifest", previous.get("state"), str(state), message)
         key = self._key(body)
         if error:
@@ -298,3 +473,29 @@ class ManifestController:
             self.backoff.forget(key)
         self.metrics.requeues.labels("Manifest", reason).inc()
         return delay
+
+    @staticmethod
+    def _conditions(
+        previous: Body, done: set[str], has_default: bool, generation: int | None
+    ) -> list[dict[str, Any]]:
+        """The lifecycle manager's three conditions: each False until its step first succeeds,
+        True from then on (`ModuleCR` only for a module with a default resource); conditions
+        of other types are kept."""
+        have = {c.get("type"): c for c in previous.get("conditions") or []}
+        result = []
+        for kind, (reason, waiting, reached) in CONDITIONS.items():
+            old = have.get(kind)
+            if kind == "ModuleCR" and not has_default and old is None:
+                continue
+            true = kind in done or (old is not None and old.get("status") == "True")
+            result.append(
+                condition(
+                    old,
+                    kind,
+                    true,
+                    reason,
+                    reached if true else waiting,
+                    generation,
+                )
+            )
+        return result + [c for kind, c in have.items() if kind not in CONDITIONS]

@@ -106,6 +106,8 @@ class RemoteSync:
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
         self._prepared: dict[tuple[str, str], Cluster] = {}
         self._removed: set[tuple[str, str]] = set()
+        self.catalog_synced: dict[tuple[str, str], bool] = {}
+        """Per Kyma, whether its last catalog copy succeeded (its `ModuleCatalog` condition)."""
         self._watched: dict[tuple[str, str], tuple[Cluster, set[Kind]]] = {}
         """Per Kyma, its remote cluster and the kinds the remote watch covers there."""
 
@@ -156,7 +158,12 @@ class RemoteSync:
         mirror = await self._remote_kyma(remote, kyma)
         left_out = await self._replace_spec(remote, kyma, mirror)
         await self._mirror(remote, kyma, mirror, left_out)
-        await sync_catalog(self.control, remote, kyma)
+        try:
+            await sync_catalog(self.control, remote, kyma)
+        except ReconcilerError:
+            self.catalog_synced[key] = False
+            raise
+        self.catalog_synced[key] = True
         kinds.add((API_VERSION, "Kyma"))
         self.watch.track(cluster, ("RemoteKyma", *key), kinds)
         self._watched[key] = (cluster, kinds)
@@ -321,6 +328,7 @@ class RemoteSync:
             return None
         key = (meta["namespace"], meta["name"])
         self._prepared.pop(key, None)
+        self.catalog_synced.pop(key, None)
         if key not in self._removed:
             await self._remove_all(kyma)
             self._removed.add(key)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from reconciler.model.lifecycle import State
 from reconciler.util.clock import utcnow
 
-PRECEDENCE = (State.ERROR, State.WARNING, State.PROCESSING, State.DELETING)
+PRECEDENCE = (State.ERROR, State.WARNING, State.PROCESSING)
 
 
 def last_operation(previous: dict[str, Any], message: str) -> dict[str, str]:
@@ -24,10 +24,37 @@ def last_operation(previous: dict[str, Any], message: str) -> dict[str, str]:
     return {"operation": message, "lastUpdateTime": stamp}
 
 
+def condition(
+    old: dict[str, Any] | None,
+    kind: str,
+    true: bool | None,
+    reason: str,
+    message: str,
+    generation: int | None,
+) -> dict[str, Any]:
+    """A `metav1.Condition` (`true` None: Unknown); the one before (`old`) as it was when
+    nothing about it changed, so an unchanged outcome writes nothing, and its transition time
+    kept while its status is."""
+    status = "Unknown" if true is None else "True" if true else "False"
+    new: dict[str, Any] = {"type": kind, "status": status, "reason": reason, "message": message}
+    if generation is not None:
+        new["observedGeneration"] = generation
+    if old is not None and all(old.get(k) == v for k, v in new.items()):
+        return old
+    stamp = last_operation({}, "")["lastUpdateTime"]
+    if old is not None and old.get("status") == status and old.get("lastTransitionTime"):
+        stamp = str(old["lastTransitionTime"])
+    new["lastTransitionTime"] = stamp
+    return new
+
+
 def aggregate(states: Iterable[str]) -> State:
-    """Error > Warning > Processing > Deleting > Ready (Unmanaged modules do not count)."""
+    """Error > Warning > Processing > Ready, as the lifecycle manager's Kyma: a module being
+    deleted makes it Processing, Unmanaged modules do not count."""
     present = {State(s) if s in State._value2member_map_ else State.PROCESSING for s in states}
     present.discard(State.UNMANAGED)
+    if State.DELETING in present:
+        present.add(State.PROCESSING)
     for state in PRECEDENCE:
         if state in present:
             return state

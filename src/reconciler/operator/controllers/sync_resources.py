@@ -17,9 +17,7 @@ objects this SyncResource created, never another's, unless the cluster went away
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-from pydantic import ValidationError
+from typing import Any, ClassVar
 
 from reconciler.core.results import Outcome
 from reconciler.core.runner import ComponentReconciler
@@ -27,14 +25,14 @@ from reconciler.errors import ApplyError, ReconcilerError
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.transform import COMPONENT
 from reconciler.model.kube_object import Body, KubeObject
-from reconciler.model.lifecycle import GROUP, SKIP_RECONCILIATION, SYNC, State
+from reconciler.model.lifecycle import GROUP, SYNC, State
 from reconciler.model.module_sync import SyncResourceSpec
 from reconciler.model.task import GivenObjects, Task, TaskType
-from reconciler.observability.logging import get_logger
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.drift import DriftWatch
-from reconciler.operator.clusters.targets import TargetClusters, TargetMissing, connection_lost
-from reconciler.operator.controllers.status import invalid, last_operation
+from reconciler.operator.clusters.targets import TargetClusters, TargetMissing
+from reconciler.operator.controllers.remote_object import RemoteObjectController
+from reconciler.operator.controllers.status import last_operation
 from reconciler.operator.controllers.sync_validation import SyncContentError, check_objects
 from reconciler.operator.settings import OperatorSettings
 from reconciler.util.backoff import Backoff
@@ -59,7 +57,12 @@ def _entry(obj: KubeObject, state: str, message: str | None = None) -> dict[str,
     return entry
 
 
-class SyncResourceController:
+class SyncResourceController(RemoteObjectController[SyncResourceSpec]):
+    kind: ClassVar[str] = "SyncResource"
+    finalizer: ClassVar[str] = SYNC_FINALIZER
+    spec_model = SyncResourceSpec
+    failures: ClassVar[tuple[type[Exception], ...]] = (ReconcilerError, SyncContentError)
+
     def __init__(
         self,
         control: ControlPlane,
@@ -75,33 +78,13 @@ class SyncResourceController:
         self.drift = drift
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
 
-    async def handle(self, namespace: str, name: str) -> float | None:
-        body = await self.control.get("SyncResource", namespace, name)
-        if body is None:
-            self.backoff.forget((namespace, name))
-            return None
-        meta = body["metadata"]
-        if (meta.get("labels") or {}).get(SKIP_RECONCILIATION) == "true":
-            return None
-        try:
-            spec = SyncResourceSpec.model_validate(body.get("spec") or {})
-        except ValidationError as exc:
-            return await self._report(body, State.ERROR, "invalid " + invalid(exc, "spec"))
-        try:
-            if meta.get("deletionTimestamp"):
-                return await self._delete(body, spec)
-            await self.control.set_finalizer(body, SYNC_FINALIZER, True)
-            return await self._reconcile(body, spec)
-        except (ReconcilerError, SyncContentError) as exc:
-            get_logger(syncresource=name, namespace=namespace, kyma=spec.kyma).warning(
-                "sync resource failed", error=str(exc)
-            )
-            if connection_lost(exc):
-                await self.targets.evict(namespace, spec.kyma)
-            state = State.DELETING if meta.get("deletionTimestamp") else State.ERROR
-            delay = await self._report(body, state, str(exc))
-            # refused content stays refused until the spec changes, whose event brings it back
-            return None if isinstance(exc, SyncContentError) else delay
+    def _kyma(self, body: Body, spec: SyncResourceSpec) -> str:
+        return spec.kyma
+
+    async def _failed(self, body: Body, state: State, exc: Exception) -> float | None:
+        delay = await self._report(body, state, str(exc))
+        # refused content stays refused until the spec changes, whose event brings it back
+        return None if isinstance(exc, SyncContentError) else delay
 
     def _namespace(self, spec: SyncResourceSpec) -> str:
         return self.settings.module_namespace.replace("{kyma}", spec.kyma)

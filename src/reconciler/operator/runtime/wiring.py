@@ -145,6 +145,9 @@ class Operator:
         self.remote = RemoteSync(
             self.control, self.targets, self.settings, self.remote_watch, self.fleet
         )
+        self.kymas.catalog = lambda namespace, name: self.remote.catalog_synced.get(
+            (namespace, name)
+        )
         self.syncs = SyncResourceController(
             self.control, self.targets, core, self.settings, self.drift
         )
@@ -205,6 +208,7 @@ class Operator:
         self.settled.forget(key)
         controller = self._controllers[kind]
         result = "exception"
+        before = self._kyma_conditions(kind, namespace, name)
         try:
             delay = await controller.handle(namespace, name)
             if kind in SETTLING and delay == self.settings.success_interval:
@@ -218,6 +222,19 @@ class Operator:
             return delay
         finally:
             self.metrics.duration.labels(kind, result).observe(time.monotonic() - started)
+            if before != self._kyma_conditions(kind, namespace, name):
+                self.queue.add(("Kyma", namespace, name))  # its conditions changed meanwhile
+
+    def _kyma_conditions(self, kind: str, namespace: str, name: str) -> tuple[object, ...]:
+        """What a Kyma's conditions read from its remote sync and watcher (compared around a
+        run of either, which comes after the Kyma's own)."""
+        if kind not in ("Kyma", "RemoteKyma"):
+            return ()
+        watchers = self.remote_watchers
+        return (
+            self.remote.catalog_synced.get((namespace, name)),
+            watchers.synced(namespace, name) if watchers is not None else None,
+        )
 
     def _covered(self, kind: str, namespace: str, name: str) -> Covered | None:
         """What must have been watched without a gap for a settled `kind` to skip its check
@@ -399,6 +416,7 @@ class Operator:
                 self.control.cluster, self.watcher.ca_namespace, self.watcher.ca_secret
             )
             self.remote_watchers = RemoteWatchers(self.watcher, ca)
+            self.kymas.webhook = self.remote_watchers.synced
             self.listener = Listener(self.watcher, ca, self.control, self.events, namespace)
         await self._prime_catalog(namespace)
         await self._prime_rollouts(namespace)

@@ -74,6 +74,10 @@ class RemoteWatchers:
         validity = pair.not_after - pair.not_before
         return pair.not_after - validity * self.settings.renew_before
 
+    def synced(self, namespace: str, name: str) -> bool:
+        """Whether the Kyma's watcher objects were put in place (its `SKRWebhook` condition)."""
+        return (namespace, name) in self._applied
+
     async def ensure(self, kyma: Body, cluster: Cluster) -> float:
         """Put the watcher's objects in place; seconds until the certificate is due again."""
         meta = kyma["metadata"]
