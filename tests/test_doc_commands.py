@@ -97,6 +97,10 @@ NOT_RUN: dict[str, tuple[str, str]] = {
         "tests/cli/test_deploy_cli.py",
     ),
     "delete": (NEEDS_CLUSTER, "tests/cli/test_delete_cli.py"),
+    "operator rollout status [NAME] [-n NS] [-o json]": (
+        NEEDS_CLUSTER,
+        "tests/operator/rollout/test_rollout.py",
+    ),
     "diff": (NEEDS_CLUSTER, "tests/cli/test_deploy_cli.py"),
     "deploy --workspace deploy --kubeconfig K -f reconciler-values.yaml"
     " --value reconciler.mothership.replicas=3": (NEEDS_CLUSTER, "tests/deploy/test_chart.py"),
