@@ -22,10 +22,11 @@ NAMES = [
     "manifests.operator.kyma-project.io",
     "moduleconfigs.operator.kyma-project.io",
     "syncresources.operator.kyma-project.io",
+    "modulerollouts.operator.kyma-project.io",
 ]
 
 
-def test_install_crds_print_writes_the_six_crds_as_yaml() -> None:
+def test_install_crds_print_writes_every_crd_as_yaml() -> None:
     result = CliRunner().invoke(app, ["operator", "install-crds", "--print"])
     assert result.exit_code == 0, result.output
     crds = list(yaml.safe_load_all(result.output))
