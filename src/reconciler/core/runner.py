@@ -345,6 +345,7 @@ class _FullApply:
             namespace="",
             version=task.version,
             component=task.component,
+            stamp=task.stamp,  # ours like every other object of the component, marks included
         )
         if await cluster.get(namespace) is None:
             # first: the inventory record lives in it. Created, not applied: components of one
