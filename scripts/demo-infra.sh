@@ -33,7 +33,8 @@ echo "== 2. CRDs, the infrastructure manager and the operator"
 "$BIN/reconciler" infra install-crds --kubeconfig "$KCP"
 "$BIN/reconciler" operator install-crds --kubeconfig "$KCP"
 k create namespace kcp-system --dry-run=client -o yaml | k apply -f - >/dev/null
-RECONCILER_INFRA_GARDENER_PROJECT=demo RECONCILER_INFRA_POLL_INTERVAL=1 \
+RECONCILER_INFRA_GARDENER_PROJECT=demo RECONCILER_INFRA_CREATE_POLL_INTERVAL=1 \
+  RECONCILER_INFRA_UPDATE_POLL_INTERVAL=1 RECONCILER_INFRA_DELETE_POLL_INTERVAL=1 \
   start infra "$BIN/reconciler" infra run --kubeconfig "$KCP" \
   --garden-kubeconfig "$DEMO_DIR/garden/garden-kubeconfig" --namespace kcp-system
 RECONCILER_OPERATOR_SOURCE_LOCAL_FILES=true \

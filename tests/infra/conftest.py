@@ -76,7 +76,10 @@ SETTINGS = InfraSettings(
     gardener_rate=None,
     workers=4,
     kubeconfig_validity=3600,
-    poll_interval=0.2,
+    create_poll_interval=0.2,
+    update_poll_interval=0.2,
+    delete_poll_interval=0.2,
+    gardener_requeue_interval=0.2,
     error_interval=0.2,
     error_max_interval=1.0,
 )

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from reconciler.devcluster.gardener import FAULT
 from reconciler.infra.gardener import GardenerError
 from reconciler.infra.kubeconfigs import secret_name
 from reconciler.infra.states import binding_name
@@ -62,7 +61,8 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
     assert conditions == {
         "Provisioned": "True",
         "KubeconfigReady": "True",
-        "OidcConfigured": "True",
+        "KymaSystemNSCreated": "True",
+        "OidcAndConfigMapConfigured": "True",
         "Configured": "True",
     }
     assert ready["status"]["provisioningCompleted"] is True
@@ -171,30 +171,13 @@ async def test_a_runtime_with_the_brokers_empty_strings_is_stored_whole_and_prov
 
 
 async def test_a_final_gardener_error_fails_the_runtime_with_the_reason(world: World) -> None:
-    world.garden.simulator.faults["shoot-f"] = "error"
+    """Final as KIM reads it: the project's credentials are refused."""
+    world.garden.simulator.faults["shoot-f"] = "Failed:ERR_INFRA_UNAUTHORIZED"
     await world.kcp.apply(runtime("rt-f", world.namespace, shoot="shoot-f"))
     failed = await world.state("rt-f", "Failed")
     provisioned = next(c for c in failed["status"]["conditions"] if c["type"] == "Provisioned")
-    assert provisioned["status"] == "False"
-    assert "ERR_CONFIGURATION_PROBLEM" in provisioned["message"]
-
-
-async def test_a_retryable_gardener_error_keeps_the_runtime_pending_until_it_clears(
-    world: World,
-) -> None:
-    world.garden.simulator.faults["shoot-q"] = "quota"
-    await world.kcp.apply(runtime("rt-q", world.namespace, shoot="shoot-q"))
-
-    async def reported() -> bool:
-        live = await world.runtime("rt-q")
-        conditions = ((live or {}).get("status") or {}).get("conditions") or []
-        return any("ERR_INFRA_QUOTA_EXCEEDED" in c["message"] for c in conditions)
-
-    await poll_until(reported, timeout=60, what="the quota error reported")
-    assert (await world.runtime("rt-q") or {})["status"]["state"] == "Pending"
-    await world.garden.gardener.annotate("shoot-q", {FAULT: None})  # type: ignore[dict-item]
-    world.garden.simulator.throttle(3)  # the Gardener API throttles too: retried as well
-    await world.state("rt-q", "Ready")
+    assert (provisioned["status"], provisioned["reason"]) == ("False", "CreationErr")
+    assert "ERR_INFRA_UNAUTHORIZED" in provisioned["message"]
 
 
 async def test_a_manager_killed_mid_flow_resumes_and_never_creates_a_second_shoot(
@@ -215,7 +198,7 @@ async def test_a_manager_killed_mid_flow_resumes_and_never_creates_a_second_shoo
     assert again["metadata"]["uid"] == first["metadata"]["uid"]
 
 
-async def test_kubeconfigs_rotate_at_60_percent_of_validity_and_on_the_force_annotation(
+async def test_kubeconfigs_rotate_as_kim_times_them_and_on_the_force_annotation(
     world: World,
 ) -> None:
     await world.kcp.apply(runtime("rt-r", world.namespace, shoot="shoot-r"))
@@ -240,9 +223,9 @@ async def test_kubeconfigs_rotate_at_60_percent_of_validity_and_on_the_force_ann
     await world.state("rt-r", "Ready")
     assert (await secret(world, "rt-r") or {})["data"] == first["data"]  # 50 %: not yet
 
-    world.clock.offset = dt.timedelta(seconds=3600 * 0.61)
+    world.clock.offset = dt.timedelta(seconds=3600 * 0.58)  # past 95 % of 60 %: 57 %
     await poke("2")
-    second = await poll_until(lambda: rotated_from(first), timeout=60, what="rotation at 61 %")
+    second = await poll_until(lambda: rotated_from(first), timeout=60, what="rotation at 58 %")
     for kubeconfig in (kubeconfig_of(first), kubeconfig_of(second)):  # the old one still works
         async with KubeClient.from_kubeconfig(kubeconfig, text=True) as client:
             await client.request("GET", "/api/v1/namespaces")
@@ -279,7 +262,7 @@ async def test_deleting_a_failed_runtime_reports_terminating_until_it_is_gone(
     world: World,
 ) -> None:
     """Failed is no end state for a deletion: the Shoot is deleted as for any other state."""
-    world.garden.simulator.faults["shoot-fd"] = "error"
+    world.garden.simulator.faults["shoot-fd"] = "Failed:ERR_INFRA_UNAUTHENTICATED"
     body = runtime("rt-fd", world.namespace, shoot="shoot-fd")
     await world.kcp.apply(body)
     await world.state("rt-fd", "Failed")
@@ -319,13 +302,21 @@ async def release(world: World, body: dict[str, Any]) -> None:
 async def test_deleting_a_runtime_whose_shoot_gardener_refused_reports_terminating(
     world: World,
 ) -> None:
-    """Failed before any Shoot existed (Gardener refused it for good): the deletion reports
-    Terminating all the same, here seen while another finalizer holds the Runtime."""
+    """Pending before any Shoot existed (Gardener refuses to create it; KIM retries a refused
+    creation): the deletion reports Terminating all the same, here seen while another
+    finalizer holds the Runtime."""
     # a DNS label the CRD accepts, but too long with the project's name for Gardener
     body = runtime("rt-fn", world.namespace, shoot="shoot-name-beyond-gardeners-limit")
     body["metadata"]["finalizers"] = [HOLD]
     await world.kcp.apply(body)
-    await world.state("rt-fn", "Failed")
+    pending = await world.state("rt-fn", "Pending")
+
+    async def refused() -> bool:
+        live = await world.runtime("rt-fn") or pending
+        conditions = (live.get("status") or {}).get("conditions") or []
+        return any(c["reason"] == "GardenerErr" and "403" in c["message"] for c in conditions)
+
+    await poll_until(refused, timeout=60, what="Gardener's refusal reported")
 
     await world.kcp.delete(body)
 

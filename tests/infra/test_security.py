@@ -170,7 +170,7 @@ async def test_a_system_identity_is_never_made_an_administrator(
     await world.kcp.apply(body)
     await world.state("rt-anon", "Failed")
     provisioned = await _condition(world, "rt-anon", "Provisioned")
-    assert provisioned["reason"] == "ConfigurationErr"
+    assert provisioned["reason"] == "ConversionErr"
     assert "system identity" in provisioned["message"]
     assert await world.garden.gardener.get_shoot("shoot-an") is None
     async with world.shoot_cluster() as cluster:

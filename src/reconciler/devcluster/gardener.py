@@ -184,6 +184,7 @@ class GardenerSimulator:
         self.request_times: list[float] = []
         self.kubeconfigs_issued = 0
         self._throttle = 0
+        self._refusals: list[int] = []
         self.faults: dict[str, str] = {}
         """Shoot name -> fault: set as the `FAULT` annotation when the Shoot appears (for Shoots
         a client creates, which cannot carry the simulator's annotation itself)."""
@@ -200,6 +201,18 @@ class GardenerSimulator:
     def throttle(self, requests: int) -> None:
         """Answer the next `requests` proxied requests with 429 Too Many Requests."""
         self._throttle = requests
+
+    def refuse_writes(self, status: int, writes: int = 1) -> None:
+        """Answer the next `writes` writes of a Shoot (create, patch, update) with `status`
+        (422: Gardener's admission finds the Shoot invalid; 409, 403, 5xx); `writes=0` lifts
+        what is left of an earlier refusal."""
+        self._refusals = [status] * writes
+
+    def _refuse_injected(self, request: Request, match: re.Match[str] | None) -> Response | None:
+        writes = request.method in ("POST", "PUT", "PATCH") and "/shoots" in request.url.path
+        if not self._refusals or not writes or (match and match.group(3)):
+            return None
+        return _refusal(self._refusals.pop(0))
 
     @property
     def kubeconfig(self) -> Path:
@@ -279,6 +292,9 @@ class GardenerSimulator:
         if self._throttle > 0:
             self._throttle -= 1
             return _status(429, "TooManyRequests", "the Gardener API is throttling this client")
+        refused = self._refuse_injected(request, match)
+        if refused is not None:
+            return refused
         refused = await self._refuse_invalid_name(request, match)
         if refused is not None:
             return refused
@@ -494,14 +510,10 @@ class GardenerSimulator:
         kind = "Reconcile" if created else "Create"
         await self._operation(shoot, kind, "Processing")
         await asyncio.sleep(self._duration(shoot))
-        fault = (meta.get("annotations") or {}).get(FAULT)
-        if fault in ERROR_CODES:
-            state = "Failed" if fault == "error" else "Error"
-            error = {
-                "description": f"simulated {fault}",
-                "codes": [ERROR_CODES[fault]],
-                "lastUpdateTime": _now(),
-            }
+        outcome = fault_outcome((meta.get("annotations") or {}).get(FAULT))
+        if outcome is not None:
+            state, codes = outcome
+            error = {"description": f"simulated {state}", "codes": codes, "lastUpdateTime": _now()}
             await self._operation(shoot, kind, state, [error])
             return
         await self._operation(shoot, kind, "Succeeded")
@@ -511,3 +523,31 @@ class GardenerSimulator:
         await asyncio.sleep(self._duration(shoot))
         finalizers = [f for f in shoot["metadata"].get("finalizers") or [] if f != FINALIZER]
         await self._patch(shoot, {"metadata": {"finalizers": finalizers or None}}, status=False)
+
+
+# --- fault injection (tests and demo) ------------------------------------------------------------
+
+
+def fault_outcome(fault: str | None) -> tuple[str, list[str]] | None:
+    """How an operation of a Shoot with the `FAULT` annotation ends: (its `lastOperation` state,
+    its `lastErrors` codes), None when it succeeds. `quota` and `rate-limit` end in `Error`,
+    `error` in `Failed` with `ERR_CONFIGURATION_PROBLEM`; `<State>:<CODE>[,<CODE>...]` ends in
+    that state with those codes (e.g. `Failed:ERR_INFRA_UNAUTHORIZED`), as Gardener reports
+    each of its error classes."""
+    if not fault:
+        return None
+    if fault in ERROR_CODES:
+        return ("Failed" if fault == "error" else "Error"), [ERROR_CODES[fault]]
+    state, _, codes = fault.partition(":")
+    if state not in ("Failed", "Error") or not codes:
+        return None
+    return state, [code.strip() for code in codes.split(",") if code.strip()]
+
+
+def _refusal(status: int) -> Response:
+    reasons = {403: "Forbidden", 409: "Conflict", 422: "Invalid"}
+    return _status(
+        status,
+        reasons.get(status, "InternalError"),
+        f"simulated refusal ({status}) of a Shoot write, as Gardener's admission answers",
+    )

@@ -33,9 +33,11 @@ RETRYABLE = frozenset({429, 500, 502, 503, 504})
 class GardenerError(ReconcilerError):
     """Gardener refused or could not be reached; `retryable` says whether trying later helps."""
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
+    def __init__(self, message: str, *, retryable: bool, status: int | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.status = status
+        """Gardener's HTTP status (None: no answer, or no request was sent)."""
 
 
 def check_shoot_name(name: str) -> str:
@@ -127,7 +129,11 @@ class Gardener:
 
     @staticmethod
     def _failed(what: str, exc: KubeApiError) -> GardenerError:
-        return GardenerError(f"Gardener {what}: {exc}", retryable=exc.status in RETRYABLE)
+        return GardenerError(
+            f"Gardener {what} ({exc.status} {exc.reason}): {exc}",
+            retryable=exc.status in RETRYABLE,
+            status=exc.status,
+        )
 
     async def get_shoot(self, name: str) -> dict[str, Any] | None:
         try:

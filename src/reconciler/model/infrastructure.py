@@ -71,7 +71,8 @@ class State(enum.StrEnum):
 class ConditionType(enum.StrEnum):
     PROVISIONED = "Provisioned"
     KUBECONFIG_READY = "KubeconfigReady"
-    OIDC_CONFIGURED = "OidcConfigured"
+    KYMA_SYSTEM_CREATED = "KymaSystemNSCreated"
+    OIDC_AND_CONFIGMAPS = "OidcAndConfigMapConfigured"
     CONFIGURED = "Configured"
     DEPROVISIONED = "Deprovisioned"
 
