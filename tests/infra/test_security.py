@@ -14,7 +14,7 @@ from reconciler.infra.gardener import GardenerError
 from reconciler.infra.kubeconfigs import secret_name
 from reconciler.infra.states import binding_name
 from reconciler.kube.cluster import Cluster
-from reconciler.model.infrastructure import KYMA_NAME, SHOOT_RUNTIME_ID
+from reconciler.model.infrastructure import KYMA_NAME, RUNTIME_ID, SHOOT_RUNTIME_ID
 from reconciler.util.polling import poll_until
 from tests.infra.conftest import Garden, World
 from tests.infra.samples import runtime
@@ -158,6 +158,25 @@ async def test_the_kubeconfig_secret_names_the_runtimes_own_kyma_not_a_label(wor
     assert labels[KYMA_NAME] == "rt-lbl"
     assert "kyma-project.io/anything" not in labels
     assert labels["kyma-project.io/global-account-id"] == "ga-1"
+
+    # a Runtime labelled with that runtime id would write that Secret: refused, nothing written
+    impostor = runtime("rt-imp", world.namespace, shoot="shoot-imp")
+    impostor["metadata"]["labels"][RUNTIME_ID] = "rt-lbl"
+    await world.kcp.apply(impostor)
+    await world.state("rt-imp", "Failed")
+    provisioned = await _condition(world, "rt-imp", "Provisioned")
+    assert provisioned["reason"] == "ConversionErr"
+    assert "differs from the Runtime's name" in provisioned["message"]
+    assert await world.garden.gardener.get_shoot("shoot-imp") is None
+    again = await world.kcp.get(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret_name("rt-lbl"), "namespace": world.namespace},
+        }
+    )
+    assert again is not None
+    assert again.raw["data"] == live.raw["data"]
 
 
 @pytest.mark.parametrize(

@@ -224,6 +224,8 @@ class RuntimeMachine:
         if done is not None:
             status["provisioningCompleted"] = done
         await self.kubeconfigs.set_status(run.runtime, status)
+        if state is State.FAILED:
+            self.metrics.unexpected_stops.inc()  # KIM counts each stop in Failed
         shoot_spec = (run.runtime.get("spec") or {}).get("shoot") or {}
         shoot = str(shoot_spec.get("name") or "")
         self.metrics.set_state(
