@@ -194,7 +194,7 @@ class RuntimeMachine:
             return await self._retry(run, step, str(exc), Reason.GARDENER_ERR)
         except (ReconcilerError, ValidationError) as exc:
             log.warning("runtime pass failed", step=str(step), error=str(exc))
-            return await self._retry(run, step, f"{step}: {exc}", "KubernetesErr")
+            return await self._retry(run, step, f"{step}: {exc}", Reason.KUBERNETES_ERR)
 
     async def _retry(self, run: Pass, step: Step, message: str, reason: str) -> float:
         deleting = bool(run.runtime["metadata"].get("deletionTimestamp"))
@@ -251,12 +251,12 @@ class RuntimeMachine:
                 # identities, a CRD installed before its patterns) stops here, touching nothing
                 message = f"invalid Runtime: {_invalid(exc)}"
                 kind = ConditionType.PROVISIONED
-                await self._report(run, State.FAILED, kind, "ConversionErr", message)
+                await self._report(run, State.FAILED, kind, Reason.CONVERSION_ERR, message)
                 return Stop(State.FAILED, None)
             mismatch = runtime_id_mismatch(run.runtime)
             if mismatch is not None:
                 kind = ConditionType.PROVISIONED
-                await self._report(run, State.FAILED, kind, "ConversionErr", mismatch)
+                await self._report(run, State.FAILED, kind, Reason.CONVERSION_ERR, mismatch)
                 return Stop(State.FAILED, None)
             run.shoot = await self.gardener.get_shoot(run.spec.shoot.name)
             foreign = foreign_shoot(run.shoot, run.name, runtime_id(run.runtime))

@@ -215,20 +215,19 @@ def binding_name(user: str) -> str:
 class Reason(enum.StrEnum):
     """Condition reasons, KIM's words (the broker and KCP tooling read them)."""
 
-    INITIALISED = "Initialised"
     PENDING = "Pending"
     PROCESSING = "Processing"
     PROCESSING_ERR = "ProcessingErr"
     CREATION_ERR = "CreationErr"
     GARDENER_ERR = "GardenerErr"
-    CONFIGURATION_ERR = "ConfigurationError"
+    CONVERSION_ERR = "ConversionErr"
+    KUBERNETES_ERR = "KubernetesErr"
     SHOOT_CREATION_COMPLETED = "ShootCreationCompleted"
     CONFIGURATION_COMPLETED = "ConfigurationCompleted"
     GARDENER_CR_READY = "GardenerClusterCRReady"
     KYMA_SYSTEM_NS_READY = "KymaSystemNSReady"
     OIDC_AND_CMS_CONFIGURED = "OidcAndConfigMapsConfigured"
     ADMINISTRATORS_CONFIGURED = "AdministratorsConfigured"
-    GARDENER_CR_DELETED = "GardenerClusterCRDeleted"
     GARDENER_SHOOT_DELETED = "GardenerShootDeleted"
 
 
