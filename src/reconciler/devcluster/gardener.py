@@ -11,9 +11,11 @@ own REST paths, and the infrastructure manager's garden kubeconfig simply points
 client cannot tell. Everything else is forwarded unchanged (no watches: the manager polls).
 
 Faults are driven by annotations on the Shoot (`FAULT`: `quota` and `rate-limit` hold the
-operation in Gardener's retryable `Error` state until the annotation goes, `error` fails it for
-good; `DURATION`: seconds an operation takes), and by `throttle(n)`: the next n proxied requests
-are answered 429, as an overloaded Gardener API does. Test tooling and demo only.
+operation in Gardener's retryable `Error` state until the annotation goes, `error` fails it
+(`Failed`), `<State>:<CODE>,...` ends it in that state with those codes, see `fault_outcome`;
+`DURATION`: seconds an operation takes), by `throttle(n)`: the next n proxied requests are
+answered 429, as an overloaded Gardener API does, and by `refuse_writes(status, n)`: the next n
+Shoot writes are refused with `status`. Test tooling and demo only.
 """
 
 from __future__ import annotations
