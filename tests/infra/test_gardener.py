@@ -12,19 +12,11 @@ import pytest
 
 from reconciler.devcluster.gardener import DURATION, FAULT
 from reconciler.errors import KubeApiError
-from reconciler.infra.gardener import API, SHOOT_API_VERSION, GardenerError, RateLimiter
+from reconciler.infra.gardener import API, GardenerError, RateLimiter
 from reconciler.kube.client import KubeClient
 from reconciler.util.polling import poll_until
 from tests.infra.conftest import Garden
-
-
-def shoot(name: str, namespace: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": SHOOT_API_VERSION,
-        "kind": "Shoot",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
-        "spec": {"region": "eu-central-1", "provider": {"type": "aws", "workers": []}},
-    }
+from tests.infra.samples import shoot
 
 
 async def operation(garden: Garden, name: str, state: str) -> dict[str, Any]:

@@ -19,11 +19,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
+from reconciler.infra.converter import ConversionError
+from reconciler.infra.converter.common import structured_auth_configmap
+from reconciler.infra.converter.config import ConverterConfig, load_converter_config
 from reconciler.infra.gardener import Gardener, GardenerError, check_shoot_name
 from reconciler.infra.kubeconfigs import Kubeconfigs
 from reconciler.infra.metrics import InfraMetrics
 from reconciler.infra.settings import InfraSettings
-from reconciler.infra.shoot import shoot_for
+from reconciler.infra.shoot import refusal_reason, shoot_for
 from reconciler.infra.shootconfig import configure_administrators, configure_oidc
 from reconciler.infra.states import (
     Progress,
@@ -124,7 +127,9 @@ class RuntimeMachine:
         settings: InfraSettings,
         metrics: InfraMetrics,
         clock: Clock = utcnow,
+        converter: ConverterConfig | None = None,
     ) -> None:
+        self.converter = converter or load_converter_config(settings.converter_config)
         self.kcp = kcp
         self.gardener = gardener
         self.settings = settings
@@ -249,8 +254,20 @@ class RuntimeMachine:
         return initialise(run.runtime, run.shoot)
 
     async def _apply_shoot(self, run: Pass) -> Stop:
+        assert run.spec is not None
         creating = run.shoot is None
-        run.shoot = await self.gardener.apply_shoot(shoot_for(run.runtime, self.gardener.namespace))
+        namespace = self.gardener.namespace
+        try:
+            shoot = shoot_for(run.runtime, namespace, self.converter, run.shoot)
+        except ConversionError as exc:
+            # KIM refuses such a Runtime for good: nothing is sent until it changes
+            kind = ConditionType.PROVISIONED
+            await self._report(run, State.FAILED, kind, refusal_reason(exc), str(exc))
+            return Stop(State.FAILED, None)
+        await self.gardener.apply_configmap(
+            structured_auth_configmap(run.spec, namespace, self.converter)
+        )
+        run.shoot = await self.gardener.apply_shoot(shoot)
         reason = "ShootCreationPending" if creating else "ProcessingShootUpdate"
         message = "Shoot creation in progress" if creating else "Shoot update in progress"
         await self._report(run, State.PENDING, ConditionType.PROVISIONED, reason, message)
