@@ -76,6 +76,7 @@ def audit_tenant(spec: RuntimeSpec, config: ConverterConfig) -> AuditLogTenant |
 def _provider(
     spec: RuntimeSpec, config: ConverterConfig, existing: dict[str, Any] | None
 ) -> dict[str, Any]:
+    """`spec.provider`; `existing`: the current Shoot's `spec` (an update), else None."""
     shoot = spec.shoot
     kind = shoot.provider.type
     converter = provider_converter(kind, config)
@@ -107,7 +108,13 @@ def _provider(
         control_plane = converter.control_plane(zones, dual_stack=dual_stack)
     else:
         # an update: the layout Gardener built stays unless the Runtime adds zones
-        existing_zones = zones_of(current.get("workers") or [])
+        # the zones in the order the infrastructure has them, so that each keeps its subnets
+        # (KIM takes the workers' order, which Gardener may have changed)
+        built = (old_infrastructure.get("networks") or {}).get("zones") or []
+        existing_zones = [str(z.get("name")) for z in built if isinstance(z, dict)]
+        existing_zones += [
+            z for z in zones_of(current.get("workers") or []) if z not in existing_zones
+        ]
         added = [z for z in zones if z not in existing_zones]
         lite = kind == "azure" and azure.is_lite(old_infrastructure)
         if not added or lite:
@@ -185,7 +192,7 @@ def shoot_for(
         "cloudProfile": {"kind": "CloudProfile", "name": converter.cloud_profile},
         "networking": _networking(spec, config),
         "kubernetes": kubernetes,
-        "provider": _provider(spec, config, existing),
+        "provider": _provider(spec, config, current if existing is not None else None),
         "extensions": common.extensions(
             spec, config, audit, current.get("extensions") if existing is not None else None
         ),
