@@ -15,6 +15,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from reconciler.errors import ReconcilerError
+from reconciler.infra.converter.base import ConversionError, seconds_of
 from reconciler.model.resource import ResourceModel
 
 SETTING = "RECONCILER_INFRA_CONVERTER_CONFIG"
@@ -34,8 +35,23 @@ class OidcProvider(ResourceModel):
     username_prefix: str = "-"
 
 
+def _check_duration(value: str) -> None:
+    try:
+        seconds_of(value)
+    except ConversionError as exc:
+        raise ValueError(str(exc)) from None
+
+
 class KubeApiServerConfig(ResourceModel):
     max_token_expiration: str = ""
+
+    @field_validator("max_token_expiration")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if value:
+            _check_duration(value)
+        return value
+
     runtime_config: dict[str, bool] | None = None
     feature_gates: dict[str, bool] | None = None
 
@@ -96,6 +112,12 @@ class WorkerConfig(ResourceModel):
     @classmethod
     def _timeout(cls, value: Any) -> Any:
         return "15m" if value in ("", None) else value
+
+    @field_validator("default_machine_drain_timeout")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        _check_duration(value)
+        return value
 
 
 class ProviderConfig(ResourceModel):
