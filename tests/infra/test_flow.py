@@ -170,6 +170,7 @@ async def test_a_runtime_as_the_broker_writes_it_is_stored_whole_provisioned_and
     stored = await world.runtime("rt-broker")
     assert stored is not None
     assert stored["spec"] == body["spec"]
+    assert stored["status"]["shootLastOperation"]["state"] == "Succeeded"  # Gardener's, as KIM
     shoot = await world.garden.gardener.get_shoot("c-broker")
     assert shoot is not None
     assert shoot["spec"]["kubernetes"]["version"] == "1.33"

@@ -42,6 +42,8 @@ from reconciler.kube.cluster import Cluster
 from reconciler.model.infrastructure import (
     FINALIZER,
     ConditionType,
+    LastError,
+    LastOperation,
     RuntimeSpec,
     State,
 )
@@ -110,6 +112,23 @@ class NameLocks:
                 del self._locks[name]
             else:
                 self._locks[name] = (lock, users - 1)
+
+
+def shoot_operation(shoot: Body | None) -> Body:
+    """Gardener's `lastOperation` and `lastErrors` of the Shoot, as KIM copies them into the
+    Runtime's status (`shootLastOperation`, `shootLastErrors`); what the CRD would refuse is
+    left out."""
+    gardener_status = (shoot or {}).get("status") or {}
+    result: Body = {}
+    with contextlib.suppress(ValidationError):
+        operation = gardener_status.get("lastOperation")
+        if operation:
+            result["shootLastOperation"] = LastOperation.model_validate(operation).dump()
+    with contextlib.suppress(ValidationError):
+        errors = gardener_status.get("lastErrors")
+        if errors:
+            result["shootLastErrors"] = [LastError.model_validate(e).dump() for e in errors]
+    return result
 
 
 def _invalid(exc: ValidationError) -> str:
@@ -217,6 +236,8 @@ class RuntimeMachine:
             run.conditions, kind, ok, reason, message, run.generation, self.clock()
         )
         status: Body = {"state": str(state), "conditions": run.conditions}
+        if run.shoot is not None and foreign_shoot(run.shoot, run.name) is None:
+            status.update(shoot_operation(run.shoot))  # never another Runtime's Shoot's
         previous = run.runtime.get("status") or {}
         done = completed if completed is not None else previous.get("provisioningCompleted")
         if done is not None:
