@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from reconciler.cli.infra import app
 from reconciler.devcluster import shootvalidation
 from reconciler.infra.converter import ConversionError
 from reconciler.infra.converter.common import structured_auth_configmap
@@ -165,3 +167,15 @@ def test_a_bad_converter_configuration_is_one_line_naming_the_setting(tmp_path: 
     assert "\n" not in message
     with pytest.raises(ConverterConfigError, match="RECONCILER_INFRA_CONVERTER_CONFIG"):
         load_converter_config(tmp_path / "missing.yaml")
+
+
+def test_infra_run_refuses_a_bad_converter_configuration_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "config.json"
+    path.write_text('{"converter": {"machineImage": {"defaultName": "gardenlinux"}}}')
+    monkeypatch.setenv("RECONCILER_INFRA_CONVERTER_CONFIG", str(path))
+    result = CliRunner().invoke(app, ["run", "--garden-kubeconfig", str(tmp_path / "none")])
+    assert result.exit_code != 0
+    assert f"RECONCILER_INFRA_CONVERTER_CONFIG ({path}): " in result.output
+    assert "kubernetes: Field required" in result.output
