@@ -25,6 +25,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.model.infrastructure import API_VERSION
 from reconciler.util.polling import poll_until
 from tests.conftest import ClusterFactory, KubeTarget
+from tests.infra.samples import CONVERTER_CONFIG
 
 
 @dataclass
@@ -82,6 +83,7 @@ SETTINGS = InfraSettings(
     gardener_requeue_interval=0.2,
     error_interval=0.2,
     error_max_interval=1.0,
+    converter_config=CONVERTER_CONFIG,
 )
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from reconciler.infra.gardener import GardenerError
+from reconciler.infra.gardener import SHOOT_API_VERSION, GardenerError
 from reconciler.infra.kubeconfigs import secret_name
 from reconciler.infra.states import binding_name
 from reconciler.kube.client import KubeClient
@@ -26,6 +28,7 @@ from reconciler.util.polling import poll_until
 from tests.infra.conftest import World
 from tests.infra.samples import runtime, worker
 
+BROKER_RUNTIME = Path(__file__).parent / "fixtures" / "broker-runtime.yaml"
 ADMINS = ("admin@example.com", "ops@example.com")
 
 
@@ -148,26 +151,64 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
     await poll_until(deleted, timeout=60, what="Runtime, kubeconfig and Shoot gone")
 
 
-async def test_a_runtime_with_the_brokers_empty_strings_is_stored_whole_and_provisioned(
+async def test_a_runtime_as_the_broker_writes_it_is_stored_whole_provisioned_and_never_downgraded(
     world: World,
 ) -> None:
-    """The broker writes `machine.image: {name: "", version: ""}` and `oidcConfig: {}` when it
-    leaves the choice to the manager: a real apiserver stores them, and so must the test bed."""
-    body = runtime(
-        "rt-empty",
-        world.namespace,
-        shoot="shoot-empty",
-        workers=[worker(machine={"type": "m6i.large", "image": {"name": "", "version": ""}})],
-    )
-    body["spec"]["shoot"]["kubernetes"]["kubeAPIServer"]["oidcConfig"] = {}
+    """Every field the current broker writes (`oidcConfig: {}`, an empty machine image, the ACL,
+    dual stack, the caches, ...) is stored as sent and becomes a Shoot the stricter simulator
+    accepts, the configured defaults filling in. After Gardener auto-updates Kubernetes and the
+    machine image and reorders zones, the next Runtime change keeps them (a downgrade would be
+    refused). A Runtime without the labels KIM requires fails, nothing sent."""
+    body = yaml.safe_load(BROKER_RUNTIME.read_text())
+    body["metadata"].update({"name": "rt-broker", "namespace": world.namespace})
+    await world.kcp.apply(body)
+    unlabelled = runtime("rt-nolabel", world.namespace, shoot="shoot-nolabel")
+    del unlabelled["metadata"]["labels"]["kyma-project.io/instance-id"]
+    await world.kcp.apply(unlabelled)
+
+    await world.state("rt-broker", "Ready")
+    stored = await world.runtime("rt-broker")
+    assert stored is not None
+    assert stored["spec"] == body["spec"]
+    assert stored["status"]["shootLastOperation"]["state"] == "Succeeded"  # Gardener's, as KIM
+    shoot = await world.garden.gardener.get_shoot("c-broker")
+    assert shoot is not None
+    assert shoot["spec"]["kubernetes"]["version"] == "1.33"
+    image = shoot["spec"]["provider"]["workers"][0]["machine"]["image"]
+    assert image == {"name": "gardenlinux", "version": "1592.1.0"}  # the configured default
+    assert shoot["spec"]["dns"]["domain"] == "c-broker.dev.kyma.example.com"
+
+    failed = await world.state("rt-nolabel", "Failed")
+    provisioned = next(c for c in failed["status"]["conditions"] if c["type"] == "Provisioned")
+    assert provisioned["reason"] == "ConversionErr"
+    assert "kyma-project.io/instance-id" in provisioned["message"]
+    assert await world.garden.gardener.get_shoot("shoot-nolabel") is None
+
+    # Gardener's maintenance: higher versions, its own zone order
+    workers = shoot["spec"]["provider"]["workers"]
+    workers[0]["machine"]["image"]["version"] = "1592.9.0"
+    workers[0]["zones"] = ["eu-central-1c", "eu-central-1a", "eu-central-1b"]
+    upgrade = {
+        "apiVersion": SHOOT_API_VERSION,
+        "kind": "Shoot",
+        "metadata": {"name": "c-broker", "namespace": world.garden.gardener.namespace},
+        "spec": {"kubernetes": {"version": "1.33.9"}, "provider": {"workers": workers}},
+    }
+    await world.kcp.apply(upgrade, field_manager="gardener")
+    body["spec"]["shoot"]["provider"]["workers"][0]["maximum"] = 25
     await world.kcp.apply(body)
 
-    await world.state("rt-empty", "Ready")
-    stored = await world.runtime("rt-empty")
-    assert stored is not None
-    shoot = stored["spec"]["shoot"]
-    assert shoot["provider"]["workers"][0]["machine"]["image"] == {"name": "", "version": ""}
-    assert shoot["kubernetes"]["kubeAPIServer"]["oidcConfig"] == {}
+    async def updated() -> dict[str, Any] | None:
+        live = await world.garden.gardener.get_shoot("c-broker")
+        pools = ((live or {}).get("spec") or {}).get("provider", {}).get("workers") or []
+        return live if pools and pools[0]["maximum"] == 25 else None
+
+    shoot = await poll_until(updated, timeout=60, what="the Shoot updated")
+    assert shoot["spec"]["kubernetes"]["version"] == "1.33.9"
+    pool = shoot["spec"]["provider"]["workers"][0]
+    assert pool["machine"]["image"]["version"] == "1592.9.0"
+    assert pool["zones"] == ["eu-central-1c", "eu-central-1a", "eu-central-1b"]
+    await world.state("rt-broker", "Ready")
 
 
 async def test_a_final_gardener_error_fails_the_runtime_with_the_reason(world: World) -> None:

@@ -22,7 +22,7 @@ from reconciler.model.infrastructure import (
 )
 from reconciler.util.polling import poll_until
 from tests.infra.conftest import World
-from tests.infra.samples import runtime, worker
+from tests.infra.samples import CONVERTER, runtime, worker
 
 RBAC = "rbac.authorization.k8s.io"
 
@@ -156,7 +156,7 @@ async def test_a_shoot_kim_configured_is_taken_over_with_kims_names_labels_and_o
     }
     # the world as KIM left it: its Shoot (with a domain) written for generation 1 of the
     # Runtime, its administrators' bindings and its OIDC objects in the shoot
-    kim_shoot = shoot_for(body, gardener.namespace)
+    kim_shoot = shoot_for(body, gardener.namespace, CONVERTER)
     kim_shoot["metadata"]["annotations"][SHOOT_GENERATION] = "1"
     kim_shoot["spec"].setdefault("dns", {}).setdefault("domain", "shoot-t.kyma.example.com")
     kim_shoot["spec"]["provider"].setdefault("infrastructureConfig", {"kind": "Infra"})

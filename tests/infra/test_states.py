@@ -29,7 +29,7 @@ from reconciler.model.infrastructure import (
     SHOOT_RUNTIME_ID,
     RuntimeSpec,
 )
-from tests.infra.samples import runtime, worker
+from tests.infra.samples import CONVERTER, runtime, worker
 
 NOW = dt.datetime(2026, 11, 24, 12, 0, tzinfo=dt.UTC)
 
@@ -183,18 +183,20 @@ def test_binding_names_are_valid_and_distinct_per_administrator() -> None:
 def test_the_shoot_carries_the_runtime_spec_id_and_generation() -> None:
     body = live_runtime(generation=4)
     body["spec"]["shoot"]["provider"]["workers"] = [worker(cri={"name": "containerd"})]
-    shoot_body = shoot_for(body, "garden-p")
+    shoot_body = shoot_for(body, "garden-p", CONVERTER)
     assert shoot_body["metadata"]["namespace"] == "garden-p"
     assert written_generation(shoot_body) == 4
     spec = shoot_body["spec"]
-    assert spec["cloudProfileName"] == "aws"
+    assert spec["cloudProfile"] == {"kind": "CloudProfile", "name": "aws"}
     assert spec["provider"]["workers"][0]["cri"] == {"name": "containerd"}
-    assert spec["kubernetes"]["kubeAPIServer"]["oidcConfig"]["clientID"] == "kyma"
+    assert spec["kubernetes"]["kubeAPIServer"]["structuredAuthentication"] == {
+        "configMapName": f"structured-auth-config-{spec_name(body)}"
+    }
     assert spec["networking"]["pods"] == "100.64.0.0/12"
 
 
 def test_a_shoot_belongs_to_the_runtime_recorded_on_it() -> None:
-    shoot = shoot_for(live_runtime(), "garden-p")
+    shoot = shoot_for(live_runtime(), "garden-p", CONVERTER)
     assert foreign_shoot(None, "rt") is None
     assert foreign_shoot(shoot, "rt") is None
     assert "belongs to Runtime rt" in (foreign_shoot(shoot, "other") or "")
@@ -219,3 +221,7 @@ def test_the_manager_validates_what_reaches_gardener_and_the_shoot(
     spec[path[0]][path[1]] = value
     with pytest.raises(ValidationError, match=problem):
         RuntimeSpec.model_validate(spec)
+
+
+def spec_name(body: dict[str, Any]) -> str:
+    return str(body["spec"]["shoot"]["name"])

@@ -15,6 +15,7 @@ from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
 from reconciler.cli.errors import BAD_INPUT, fail, failures
 from reconciler.cli.options import LogLevel
 from reconciler.cli.signals import stop_within
+from reconciler.infra.converter.config import ConverterConfigError, load_converter_config
 from reconciler.infra.crds import all_crds
 from reconciler.infra.install import install_crds
 from reconciler.infra.manager import InfraManager
@@ -74,6 +75,10 @@ def run(
         settings = InfraSettings()
     except ValidationError as exc:
         raise fail(f"RECONCILER_INFRA_* settings: {exc}", BAD_INPUT) from None
+    try:
+        load_converter_config(settings.converter_config)  # refused here, before anything runs
+    except ConverterConfigError as exc:
+        raise fail(str(exc), BAD_INPUT) from None
     with failures(BAD_INPUT):
         garden = KubeClient.from_kubeconfig(garden_kubeconfig)
 

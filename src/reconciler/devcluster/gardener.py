@@ -41,6 +41,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from reconciler.devcluster import shootvalidation
 from reconciler.devcluster.pki import Pki, issue_client
 from reconciler.devcluster.ports import free_ports
 from reconciler.errors import ReconcilerError
@@ -176,11 +177,15 @@ class GardenerSimulator:
         workdir: Path,
         *,
         duration: float = 0.2,
+        default_domain: str | None = None,
     ) -> None:
         self.garden_kubeconfig = garden_kubeconfig
         self.shoot_kubeconfig = shoot_kubeconfig
         self.workdir = workdir
         self.duration = duration
+        self.default_domain = default_domain
+        """Gardener's default domain (a landscape's default-domain secret): a Shoot without
+        `spec.dns.domain` gets one under it; None: such a Shoot is refused."""
         self.requests: Counter[str] = Counter()
         """Proxied requests by `METHOD resource` (e.g. `POST shoots`, `POST adminkubeconfig`)."""
         self.request_times: list[float] = []
@@ -298,6 +303,8 @@ class GardenerSimulator:
         if refused is not None:
             return refused
         refused = await self._refuse_invalid_name(request, match)
+        if refused is None:
+            refused = await self._refuse_invalid_shoot(request, match)
         if refused is not None:
             return refused
         if match and match.group(3) and request.method == "POST":
@@ -355,6 +362,57 @@ class GardenerSimulator:
                 f"name and the project name must not exceed {PROJECT_AND_SHOOT_MAX} characters "
                 f"(project: {project}; shoot: {name})",
             )
+        return None
+
+    async def _refuse_invalid_shoot(
+        self, request: Request, match: re.Match[str] | None
+    ) -> Response | None:
+        """A Shoot written whole (created, replaced, server-side applied) is checked as
+        Gardener's admission and API validation check it (`shootvalidation.py`): the default
+        domain (403), the spec and, for an update, against the stored Shoot (422 with causes),
+        the ConfigMaps it refers to (403). Merge patches (annotations) are not checked."""
+        content_type = request.headers.get("content-type", "")
+        whole = request.method in ("POST", "PUT") or "apply-patch" in content_type
+        if not whole or (match and match.group(3)):
+            return None
+        collection = _SHOOTS.match(request.url.path)
+        if match is None and collection is None:
+            return None
+        try:
+            body = yaml.safe_load(await request.body() or b"{}")
+        except yaml.YAMLError:
+            return None  # the apiserver names the problem
+        if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
+            return None
+        meta = body.get("metadata") or {}
+        namespace = (match or collection).group(1)  # type: ignore[union-attr]
+        name = match.group(2) if match else str(meta.get("name"))
+        spec: dict[str, Any] = body["spec"]
+        if not (spec.get("dns") or {}).get("domain") and self.default_domain is None:
+            return _status(
+                403,
+                "Forbidden",
+                f'shoots.core.gardener.cloud "{name}" is forbidden: shoot domain field '
+                ".spec.dns.domain must be set if provider != unmanaged (this garden has no "
+                "default domain)",
+            )
+        causes = shootvalidation.validate(spec)
+        stored = await self._shoot(namespace, name)
+        if stored is not None and not stored["metadata"].get("deletionTimestamp"):
+            causes += shootvalidation.validate_update(spec, stored.get("spec") or {})
+        if causes:
+            return JSONResponse(shootvalidation.status(name, causes), status_code=422)
+        for field, configmap in shootvalidation.structured_references(spec):
+            found = await self._upstream.get(
+                f"/api/v1/namespaces/{namespace}/configmaps/{configmap}"
+            )
+            if found.status_code == 404:
+                return _status(
+                    403,
+                    "Forbidden",
+                    f'shoots.core.gardener.cloud "{name}" is forbidden: referenced ConfigMap '
+                    f"{namespace}/{configmap} ({field}) does not exist",
+                )
         return None
 
     async def _shoot(self, namespace: str, name: str) -> dict[str, Any] | None:

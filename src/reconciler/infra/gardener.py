@@ -206,3 +206,17 @@ class Gardener:
                 retryable=True,
             ) from None
         return kubeconfig, expires
+
+    async def apply_configmap(self, configmap: dict[str, Any]) -> None:
+        """Server-side apply of a ConfigMap in the project namespace (a Shoot's structured
+        authentication configuration, which the Shoot names and Gardener requires to exist)."""
+        name = check_shoot_name(configmap["metadata"]["name"])
+        path = f"/api/v1/namespaces/{urllib.parse.quote(self.namespace, safe='')}/configmaps/{name}"
+        params = {"fieldManager": FIELD_MANAGER, "force": "true"}
+        body = {**configmap, "metadata": {**configmap["metadata"], "namespace": self.namespace}}
+        try:
+            await self._request(
+                "configmap", "PATCH", path, params=params, body=body, content_type=APPLY_PATCH
+            )
+        except KubeApiError as exc:
+            raise self._failed(f"refused ConfigMap {name}", exc) from None

@@ -19,11 +19,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
+from reconciler.infra.converter import ConversionError
+from reconciler.infra.converter.common import structured_auth_configmap
+from reconciler.infra.converter.config import ConverterConfig, load_converter_config
 from reconciler.infra.gardener import Gardener, GardenerError, check_shoot_name
 from reconciler.infra.kubeconfigs import Kubeconfigs
 from reconciler.infra.metrics import InfraMetrics
 from reconciler.infra.settings import InfraSettings
-from reconciler.infra.shoot import shoot_for
+from reconciler.infra.shoot import refusal_reason, shoot_for
 from reconciler.infra.skr import (
     apply_provisioning_info,
     configure_administrators,
@@ -49,6 +52,8 @@ from reconciler.kube.cluster import Cluster
 from reconciler.model.infrastructure import (
     FINALIZER,
     ConditionType,
+    LastError,
+    LastOperation,
     RuntimeSpec,
     State,
 )
@@ -119,6 +124,23 @@ class NameLocks:
                 self._locks[name] = (lock, users - 1)
 
 
+def shoot_operation(shoot: Body | None) -> Body:
+    """Gardener's `lastOperation` and `lastErrors` of the Shoot, as KIM copies them into the
+    Runtime's status (`shootLastOperation`, `shootLastErrors`); what the CRD would refuse is
+    left out."""
+    gardener_status = (shoot or {}).get("status") or {}
+    result: Body = {}
+    with contextlib.suppress(ValidationError):
+        operation = gardener_status.get("lastOperation")
+        if operation:
+            result["shootLastOperation"] = LastOperation.model_validate(operation).dump()
+    with contextlib.suppress(ValidationError):
+        errors = gardener_status.get("lastErrors")
+        if errors:
+            result["shootLastErrors"] = [LastError.model_validate(e).dump() for e in errors]
+    return result
+
+
 def _invalid(exc: ValidationError) -> str:
     """A spec's validation errors as one readable line (where, what)."""
     return "; ".join(
@@ -134,7 +156,9 @@ class RuntimeMachine:
         settings: InfraSettings,
         metrics: InfraMetrics,
         clock: Clock = utcnow,
+        converter: ConverterConfig | None = None,
     ) -> None:
+        self.converter = converter or load_converter_config(settings.converter_config)
         self.kcp = kcp
         self.gardener = gardener
         self.settings = settings
@@ -219,6 +243,8 @@ class RuntimeMachine:
             run.conditions, kind, ok, reason, message, run.generation, self.clock()
         )
         status: Body = {"state": str(state), "conditions": run.conditions}
+        if run.shoot is not None and foreign_shoot(run.shoot, run.name) is None:
+            status.update(shoot_operation(run.shoot))  # never another Runtime's Shoot's
         previous = run.runtime.get("status") or {}
         done = completed if completed is not None else previous.get("provisioningCompleted")
         if done is not None:
@@ -272,19 +298,29 @@ class RuntimeMachine:
         return initialise(run.runtime, run.shoot)
 
     async def _apply_shoot(self, run: Pass) -> Step | Stop:
-        """Create or patch the Shoot. As KIM: whatever Gardener answers a creation with is
-        retried; a patch refused with a conflict (or a 403, which Gardener answers now and then
-        to authorised requests) is retried, refused otherwise it fails the Runtime. Ours
-        besides: a patch meeting a throttled, failing or unreachable Gardener (429, 5xx) is
-        retried too, as client-go retries those before KIM sees them."""
+        """Convert the Runtime (a refusal fails it for good: nothing is sent until it changes),
+        then apply the structured-authentication ConfigMap and create or patch the Shoot. As
+        KIM: whatever Gardener answers a creation with is retried; a patch refused with a
+        conflict (or a 403, which Gardener answers now and then to authorised requests) is
+        retried, refused otherwise it fails the Runtime. Ours besides: a patch meeting a
+        throttled, failing or unreachable Gardener (429, 5xx) is retried too, as client-go
+        retries those before KIM sees them."""
+        assert run.spec is not None
         creating = run.shoot is None
         before = None if run.shoot is None else run.shoot["metadata"].get("generation")
         kind = ConditionType.PROVISIONED
         interval = self.settings.gardener_requeue_interval
+        namespace = self.gardener.namespace
         try:
-            run.shoot = await self.gardener.apply_shoot(
-                shoot_for(run.runtime, self.gardener.namespace)
+            shoot = shoot_for(run.runtime, namespace, self.converter, run.shoot)
+        except ConversionError as exc:
+            await self._report(run, State.FAILED, kind, Reason(refusal_reason(exc)), str(exc))
+            return Stop(State.FAILED, None)
+        try:
+            await self.gardener.apply_configmap(
+                structured_auth_configmap(run.spec, namespace, self.converter)
             )
+            run.shoot = await self.gardener.apply_shoot(shoot)
         except GardenerError as exc:
             if creating:
                 message = f"Gardener API create error: {exc}"

@@ -5,6 +5,8 @@ deleted)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -41,3 +43,7 @@ class InfraSettings(BaseSettings):
     """First retry after a retryable error; doubled per failure up to `error_max_interval`."""
     error_max_interval: float = Field(default=60.0, gt=0)
     stop_timeout: float = Field(default=15.0, gt=0)
+    converter_config: Path | None = None
+    """The converter configuration (KIM's `converter_config.json`, JSON or YAML; a mounted
+    ConfigMap key): defaults, DNS, audit-log tenants, maintenance windows. Unset: built-in
+    development defaults (`infra/converter/config.py`)."""
