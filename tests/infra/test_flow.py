@@ -139,6 +139,15 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
         )
         assert gone is None
 
+    auth = {  # the Shoot's structured authentication, in the project
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "structured-auth-config-shoot-a",
+            "namespace": world.garden.gardener.namespace,
+        },
+    }
+    assert await world.kcp.get(auth) is not None
     await world.kcp.delete(body)
 
     async def deleted() -> bool:
@@ -146,9 +155,10 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
             await world.runtime("rt-a") is None
             and await secret(world, "rt-a") is None
             and "shoot-a" not in await shoot_names(world)
+            and await world.kcp.get(auth) is None
         )
 
-    await poll_until(deleted, timeout=60, what="Runtime, kubeconfig and Shoot gone")
+    await poll_until(deleted, timeout=60, what="Runtime, kubeconfig, Shoot, its ConfigMap gone")
 
 
 async def test_a_runtime_as_the_broker_writes_it_is_stored_whole_provisioned_and_never_downgraded(

@@ -220,3 +220,14 @@ class Gardener:
             )
         except KubeApiError as exc:
             raise self._failed(f"refused ConfigMap {name}", exc) from None
+
+    async def delete_configmap(self, name: str) -> None:
+        """Delete a ConfigMap in the project namespace (a deleted Shoot's structured
+        authentication configuration); one already gone is fine."""
+        name = check_shoot_name(name)
+        path = f"/api/v1/namespaces/{urllib.parse.quote(self.namespace, safe='')}/configmaps/{name}"
+        try:
+            await self._request("configmap", "DELETE", path)
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise self._failed(f"refused to delete ConfigMap {name}", exc) from None

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
 from reconciler.infra.converter import ConversionError
-from reconciler.infra.converter.common import structured_auth_configmap
+from reconciler.infra.converter.common import STRUCTURED_AUTH, structured_auth_configmap
 from reconciler.infra.converter.config import ConverterConfig, load_converter_config
 from reconciler.infra.gardener import Gardener, GardenerError, check_shoot_name
 from reconciler.infra.kubeconfigs import Kubeconfigs
@@ -538,7 +538,11 @@ class RuntimeMachine:
         except GardenerError:
             return Step.REMOVE_FINALIZER  # no Shoot can have such a name: none of ours exists
         shoot = await self.gardener.get_shoot(name)
-        if shoot is None or foreign_shoot(shoot, run.name, runtime_id(run.runtime)) is not None:
+        if shoot is None:
+            # the Shoot is gone: so goes the structured authentication it named, as with KIM
+            await self.gardener.delete_configmap(STRUCTURED_AUTH.format(name))
+            return Step.REMOVE_FINALIZER
+        if foreign_shoot(shoot, run.name, runtime_id(run.runtime)) is not None:
             return Step.REMOVE_FINALIZER  # another Runtime's Shoot is never ours to delete
         if not shoot["metadata"].get("deletionTimestamp"):
             await self.gardener.delete_shoot(name)
