@@ -18,8 +18,9 @@ from reconciler.infra.converter import ConversionError
 from reconciler.infra.converter.common import structured_auth_configmap
 from reconciler.infra.converter.config import ConverterConfigError, load_converter_config
 from reconciler.infra.shoot import AuditLogError, refusal_reason, shoot_for
+from reconciler.infra.skr import oidc_configs
 from reconciler.model.infrastructure import RuntimeSpec
-from tests.infra.samples import CONVERTER, runtime
+from tests.infra.samples import CONVERTER, CONVERTER_CONFIG, runtime
 
 CASES = sorted((Path(__file__).parent / "fixtures" / "shoots").glob("*.yaml"))
 NAMESPACE = "garden-kyma-dev"
@@ -154,6 +155,26 @@ def test_the_structured_authentication_configmap_uses_the_runtime_oidc_or_the_op
     )
     jwt = yaml.safe_load(default["data"]["config.yaml"])["jwt"][0]
     assert jwt["issuer"]["url"] == "https://operators.example.com"
+
+
+def test_kims_cluster_section_names_the_shared_ias_tenant(tmp_path: Path) -> None:
+    """KIM's whole file: `cluster.defaultSharedIASTenant` beside `converter` is the default
+    OIDC of a Runtime without its own (structured authentication and OpenIDConnect)."""
+    path = tmp_path / "config.yaml"
+    kim = yaml.safe_load(CONVERTER_CONFIG.read_text())
+    tenant = {"clientID": "shared", "issuerURL": "https://ias.example.com"}
+    path.write_text(yaml.safe_dump({**kim, "cluster": {"defaultSharedIASTenant": tenant}}))
+    config = load_converter_config(path)
+    assert config.cluster.default_shared_ias_tenant is not None
+    broker = runtime("rt-oidc", "kcp-system")
+    broker["spec"]["shoot"]["kubernetes"]["kubeAPIServer"]["oidcConfig"] = {}
+    spec = RuntimeSpec.model_validate(broker["spec"])
+    configmap = structured_auth_configmap(spec, NAMESPACE, config)
+    jwt = yaml.safe_load(configmap["data"]["config.yaml"])["jwt"][0]
+    assert jwt["issuer"] == {"url": "https://ias.example.com", "audiences": ["shared"]}
+    (shared,) = oidc_configs(spec, config.cluster.default_shared_ias_tenant)
+    assert (shared.issuer_url, shared.client_id) == ("https://ias.example.com", "shared")
+    assert CONVERTER.cluster.default_shared_ias_tenant is None  # none configured: as before
 
 
 def test_a_bad_converter_configuration_is_one_line_naming_the_setting(tmp_path: Path) -> None:

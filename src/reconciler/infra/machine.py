@@ -488,7 +488,8 @@ class RuntimeMachine:
             client = self._shoot(run)
             await apply_provisioning_info(client, run.runtime, run.shoot)
             if oidc_enabled(run.shoot):
-                await configure_oidc(client, run.spec)
+                shared = self.converter.cluster.default_shared_ias_tenant
+                await configure_oidc(client, run.spec, shared)
                 message = "OIDC and kyma-provisioning-info configuration completed"
             else:
                 message = "OIDC extension disabled"

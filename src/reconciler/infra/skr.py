@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from reconciler.errors import KubeApiError
+from reconciler.infra.converter.config import OidcProvider
 from reconciler.infra.states import binding_name, runtime_id
 from reconciler.kube.client import KubeClient
 from reconciler.model.infrastructure import (
@@ -163,17 +164,19 @@ def _complete(config: OidcConfig | None) -> bool:
     return config is not None and bool(config.client_id) and bool(config.issuer_url)
 
 
-def oidc_configs(spec: RuntimeSpec) -> list[OidcConfig]:
+def oidc_configs(spec: RuntimeSpec, shared: OidcProvider | None = None) -> list[OidcConfig]:
     """The providers KIM turns into OpenIDConnect resources: `additionalOidcConfig`; an empty
     list means none; a missing one, or one with an entry lacking client id or issuer, means the
-    default (KIM: the shared IAS tenant of its configuration; here the Runtime's own
-    `oidcConfig`, when it names both)."""
+    default: `shared`, the shared IAS tenant of the converter configuration, as KIM; without
+    one configured, the Runtime's own `oidcConfig` when it names both."""
     api = spec.shoot.kubernetes.kube_api_server if spec.shoot.kubernetes else None
     additional: list[AdditionalOidcConfig] | None = (
         None if api is None else api.additional_oidc_config
     )
     if additional is not None and all(_complete(c) for c in additional):
         return list(additional)
+    if shared is not None:
+        return [shared.as_oidc_config()]
     default = None if api is None else api.oidc_config
     return [default] if default is not None and _complete(default) else []
 
@@ -202,10 +205,14 @@ def openidconnect(config: OidcConfig, index: int) -> Body:
     }
 
 
-async def configure_oidc(client: KubeClient, spec: RuntimeSpec) -> int:
+async def configure_oidc(
+    client: KubeClient, spec: RuntimeSpec, shared: OidcProvider | None = None
+) -> int:
     """Apply `kyma-oidc-<n>` for each provider (adopting KIM's objects of those names), then
-    delete the labelled ones beyond them; return how many there are."""
-    wanted = [openidconnect(config, index) for index, config in enumerate(oidc_configs(spec))]
+    delete the labelled ones beyond them; return how many there are. `shared`: the default
+    provider (see `oidc_configs`)."""
+    configs = oidc_configs(spec, shared)
+    wanted = [openidconnect(config, index) for index, config in enumerate(configs)]
     for body in wanted:
         await _apply(client, f"{OPENIDCONNECTS}/{body['metadata']['name']}", body)
     names = {body["metadata"]["name"] for body in wanted}

@@ -245,14 +245,15 @@ def _operator_oidc(spec: RuntimeSpec, default: OidcProvider) -> OidcConfig:
     own = api.oidc_config if api is not None else None
     if own is not None and own.issuer_url and own.client_id:
         return own
-    return OidcConfig.model_validate(default.dump())
+    return default.as_oidc_config()
 
 
 def structured_auth_configmap(spec: RuntimeSpec, namespace: str, config: ConverterConfig) -> Config:
     """The ConfigMap `structured-auth-config-<shoot>` in the project namespace the Shoot's
     `structuredAuthentication` names: one JWT authenticator, the Runtime's `oidcConfig` when it
-    names an issuer and client, else the configured operators' OIDC."""
-    oidc = _operator_oidc(spec, config.kubernetes.default_operator_oidc)
+    names an issuer and client, else the configured default (the shared IAS tenant, or the
+    operators' OIDC)."""
+    oidc = _operator_oidc(spec, config.default_oidc())
     username: dict[str, Any] = {"claim": oidc.username_claim or ""}
     if oidc.username_prefix is not None:
         username["prefix"] = oidc.username_prefix

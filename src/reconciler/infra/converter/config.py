@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from reconciler.errors import ReconcilerError
 from reconciler.infra.converter.base import ConversionError, seconds_of
+from reconciler.model.infrastructure import OidcConfig
 from reconciler.model.resource import ResourceModel
 
 SETTING = "RECONCILER_INFRA_CONVERTER_CONFIG"
@@ -33,6 +34,10 @@ class OidcProvider(ResourceModel):
     signing_algs: list[str] = Field(default_factory=lambda: ["RS256"])
     username_claim: str = "sub"
     username_prefix: str = "-"
+
+    def as_oidc_config(self) -> OidcConfig:
+        """The provider in the Runtime's terms (`oidcConfig`)."""
+        return OidcConfig.model_validate(self.dump())
 
 
 def _check_duration(value: str) -> None:
@@ -176,6 +181,17 @@ class FeaturesConfig(ResourceModel):
     """KIM's `--network-filtering-enabled`: the `shoot-networking-filter` extension per Runtime."""
 
 
+class ClusterConfig(ResourceModel):
+    """KIM's `cluster` section (beside `converter` in its file)."""
+
+    default_shared_ias_tenant: OidcProvider | None = Field(
+        default=None, alias="defaultSharedIASTenant"
+    )
+    """The OIDC provider of a Runtime that names none of its own: its `OpenIDConnect` in the
+    shoot, and its structured authentication. None: the Runtime's `oidcConfig` for the former,
+    `kubernetes.defaultOperatorOidc` for the latter."""
+
+
 class ConverterConfig(ResourceModel):
     kubernetes: KubernetesConfig
     dns: DnsConfig = Field(default_factory=DnsConfig)
@@ -187,6 +203,13 @@ class ConverterConfig(ResourceModel):
     tolerations: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     networking: NetworkingConfig = Field(default_factory=NetworkingConfig)
     features: FeaturesConfig = Field(default_factory=FeaturesConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    """KIM's `cluster` section; in KIM's whole file it stands beside `converter`."""
+
+    def default_oidc(self) -> OidcProvider:
+        """The OIDC provider a Runtime without its own gets for its structured authentication:
+        the shared IAS tenant when configured (as KIM), else the operators' default."""
+        return self.cluster.default_shared_ias_tenant or self.kubernetes.default_operator_oidc
 
 
 DEFAULT = ConverterConfig.model_validate(
@@ -216,14 +239,18 @@ def _one_line(exc: ValidationError) -> str:
 
 
 def load_converter_config(path: Path | None) -> ConverterConfig:
-    """The configuration at `path` (JSON or YAML; KIM's whole file with its `converter` key, or
-    the converter object alone), the files it names read too; `None`: the defaults."""
+    """The configuration at `path` (JSON or YAML; KIM's whole file with its `converter` key and
+    its `cluster` section, or the converter object alone), the files it names read too; `None`:
+    the defaults."""
     if path is None:
         return DEFAULT
     try:
         data = _read(path)
         if isinstance(data, dict) and "converter" in data:
+            cluster = data.get("cluster")
             data = data["converter"]
+            if isinstance(data, dict) and cluster is not None:
+                data = {**data, "cluster": cluster}
         config = ConverterConfig.model_validate(data)
         audit = config.audit_logging
         if audit.tenant_config_path:
