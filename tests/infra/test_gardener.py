@@ -71,6 +71,17 @@ async def refused_as_gardener_refuses(garden: Garden) -> None:
     with pytest.raises(GardenerError, match=r"structured-auth-config-s-bad .* does not exist"):
         await gardener.apply_shoot(referring)
     assert await gardener.get_shoot("s-bad") is None
+    # a garden with a default domain gives such a Shoot one, on every write, as Gardener does
+    garden.simulator.default_domain = "dev.example.com"
+    try:
+        for _ in range(2):
+            defaulted = await gardener.apply_shoot(
+                {**no_domain, "metadata": {**no_domain["metadata"], "name": "s-dom"}}
+            )
+    finally:
+        garden.simulator.default_domain = None
+    project = gardener.namespace.removeprefix("garden-")
+    assert defaulted["spec"]["dns"]["domain"] == f"s-dom.{project}.dev.example.com"
 
 
 async def test_deletion_needs_the_confirmation_annotation_and_waits_for_gardener(

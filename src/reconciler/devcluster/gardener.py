@@ -320,12 +320,51 @@ class GardenerSimulator:
             request.method,
             path,
             params=str(request.query_params),
-            content=await request.body(),
+            content=await self._with_default_domain(request, match),
             headers=headers,
         )
         return Response(
             upstream.content, upstream.status_code, media_type=upstream.headers.get("content-type")
         )
+
+    async def _shoot_write(
+        self, request: Request, match: re.Match[str] | None
+    ) -> tuple[str, str, dict[str, Any]] | None:
+        """(namespace, name, body) of a Shoot written whole (created, replaced, server-side
+        applied); None for anything else (merge patches, other resources, bodies the apiserver
+        will refuse by itself)."""
+        content_type = request.headers.get("content-type", "")
+        whole = request.method in ("POST", "PUT") or "apply-patch" in content_type
+        if not whole or (match and match.group(3)):
+            return None
+        collection = _SHOOTS.match(request.url.path)
+        if match is None and collection is None:
+            return None
+        try:
+            body = yaml.safe_load(await request.body() or b"{}")
+        except yaml.YAMLError:
+            return None  # the apiserver names the problem
+        if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
+            return None
+        namespace = (match or collection).group(1)  # type: ignore[union-attr]
+        name = match.group(2) if match else str((body.get("metadata") or {}).get("name"))
+        return namespace, name, body
+
+    async def _with_default_domain(self, request: Request, match: re.Match[str] | None) -> bytes:
+        """The request's body; a Shoot written whole without `spec.dns.domain` gets
+        `<shoot>.<project>.<default domain>`, as Gardener's admission gives it (on every write,
+        so the domain stays when the next apply again leaves it out)."""
+        content = await request.body()
+        written = None if self.default_domain is None else await self._shoot_write(request, match)
+        if written is None:
+            return content
+        namespace, name, body = written
+        dns = body["spec"].get("dns")
+        if isinstance(dns, dict) and dns.get("domain"):
+            return content
+        domain = f"{name}.{namespace.removeprefix('garden-')}.{self.default_domain}"
+        body["spec"]["dns"] = {**(dns if isinstance(dns, dict) else {}), "domain": domain}
+        return json.dumps(body).encode()
 
     async def _refuse_invalid_name(
         self, request: Request, match: re.Match[str] | None
@@ -371,22 +410,10 @@ class GardenerSimulator:
         Gardener's admission and API validation check it (`shootvalidation.py`): the default
         domain (403), the spec and, for an update, against the stored Shoot (422 with causes),
         the ConfigMaps it refers to (403). Merge patches (annotations) are not checked."""
-        content_type = request.headers.get("content-type", "")
-        whole = request.method in ("POST", "PUT") or "apply-patch" in content_type
-        if not whole or (match and match.group(3)):
+        written = await self._shoot_write(request, match)
+        if written is None:
             return None
-        collection = _SHOOTS.match(request.url.path)
-        if match is None and collection is None:
-            return None
-        try:
-            body = yaml.safe_load(await request.body() or b"{}")
-        except yaml.YAMLError:
-            return None  # the apiserver names the problem
-        if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
-            return None
-        meta = body.get("metadata") or {}
-        namespace = (match or collection).group(1)  # type: ignore[union-attr]
-        name = match.group(2) if match else str(meta.get("name"))
+        namespace, name, body = written
         spec: dict[str, Any] = body["spec"]
         if not (spec.get("dns") or {}).get("domain") and self.default_domain is None:
             return _status(
