@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from reconciler.devcluster.gardener import FAULT
+from reconciler.infra.converter.common import structured_auth_configmap
 from reconciler.infra.shoot import shoot_for
 from reconciler.infra.skr import BINDING_LABELS, OIDC_LABELS
 from reconciler.model.infrastructure import (
@@ -19,6 +20,7 @@ from reconciler.model.infrastructure import (
     RUNTIME_ID,
     SHOOT_GENERATION,
     SHOOT_NAME,
+    RuntimeSpec,
 )
 from reconciler.util.polling import poll_until
 from tests.infra.conftest import World
@@ -160,6 +162,8 @@ async def test_a_shoot_kim_configured_is_taken_over_with_kims_names_labels_and_o
     kim_shoot["metadata"]["annotations"][SHOOT_GENERATION] = "1"
     kim_shoot["spec"].setdefault("dns", {}).setdefault("domain", "shoot-t.kyma.example.com")
     kim_shoot["spec"]["provider"].setdefault("infrastructureConfig", {"kind": "Infra"})
+    spec = RuntimeSpec.model_validate(body["spec"])
+    await gardener.apply_configmap(structured_auth_configmap(spec, gardener.namespace, CONVERTER))
     await gardener.apply_shoot(kim_shoot)
 
     async def created() -> bool:
