@@ -222,6 +222,8 @@ async def test_infrastructure_manager_provisions_a_runtime_with_the_pods_service
         "RECONCILER_INFRA_GARDENER_REQUEUE_INTERVAL": "0.2",
         "RECONCILER_INFRA_ERROR_INTERVAL": "0.2",
         "RECONCILER_INFRA_ERROR_MAX_INTERVAL": "1",
+        # a landscape's converter configuration: with its DNS (the simulator has no default domain)
+        "RECONCILER_INFRA_CONVERTER_CONFIG": str(samples.CONVERTER_CONFIG),
     }
     values = {"infrastructureManager": {"enabled": True, "gardenKubeconfigSecret": "garden"}}
     async with await Cluster.connect(kube_cluster.kubeconfig) as kcp:
