@@ -26,14 +26,18 @@ start() {  # name, then the command: started once, its pid in DEMO_DIR/<name>.pi
 
 echo "== 1. Gardener simulator: garden = the control plane, every shoot = $SHOOT_DIR"
 start gardener "$BIN/reconciler" dev-cluster gardener --garden "$KCP" \
-  --shoot "$SHOOT_DIR/kubeconfig" --workdir "$DEMO_DIR/garden" --project demo
+  --shoot "$SHOOT_DIR/kubeconfig" --workdir "$DEMO_DIR/garden" --project demo \
+  --default-domain kyma.example.com
 for _ in $(seq 1 100); do [ -f "$DEMO_DIR/garden/garden-kubeconfig" ] && break; sleep 0.2; done
 
 echo "== 2. CRDs, the infrastructure manager and the operator"
 "$BIN/reconciler" infra install-crds --kubeconfig "$KCP"
 "$BIN/reconciler" operator install-crds --kubeconfig "$KCP"
 k create namespace kcp-system --dry-run=client -o yaml | k apply -f - >/dev/null
-RECONCILER_INFRA_GARDENER_PROJECT=demo RECONCILER_INFRA_POLL_INTERVAL=1 \
+# Gardener polled every second, not at KIM's 60/30/90/15 s, so the demo takes seconds
+RECONCILER_INFRA_GARDENER_PROJECT=demo RECONCILER_INFRA_CREATE_POLL_INTERVAL=1 \
+  RECONCILER_INFRA_UPDATE_POLL_INTERVAL=1 RECONCILER_INFRA_DELETE_POLL_INTERVAL=1 \
+  RECONCILER_INFRA_GARDENER_REQUEUE_INTERVAL=1 \
   start infra "$BIN/reconciler" infra run --kubeconfig "$KCP" \
   --garden-kubeconfig "$DEMO_DIR/garden/garden-kubeconfig" --namespace kcp-system
 RECONCILER_OPERATOR_SOURCE_LOCAL_FILES=true \
@@ -52,9 +56,12 @@ done
 k -n garden-demo get shoots.core.gardener.cloud demo \
   -o jsonpath='{"Shoot demo: "}{.status.lastOperation.type} {.status.lastOperation.state}{"\n"}'
 k -n kcp-system get secret kubeconfig-demo-runtime --show-labels
+k -n kcp-system get gardenerclusters.infrastructuremanager.kyma-project.io demo-runtime \
+  -o jsonpath='{"GardenerCluster demo-runtime, skr-domain: "}{.metadata.annotations.skr-domain}{"\n"}'
 echo "== on the shoot, reached with the Runtime's kubeconfig Secret:"
 k -n kcp-system get secret kubeconfig-demo-runtime -o jsonpath='{.data.config}' | base64 -d \
   > "$DEMO_DIR/demo-runtime.kubeconfig"
 "$KUBECTL" --kubeconfig "$DEMO_DIR/demo-runtime.kubeconfig" -n kyma-system get configmaps
-"$KUBECTL" --kubeconfig "$DEMO_DIR/demo-runtime.kubeconfig" get clusterrolebindings -l app=kyma
+"$KUBECTL" --kubeconfig "$DEMO_DIR/demo-runtime.kubeconfig" get clusterrolebindings \
+  -l reconciler.kyma-project.io/managed-by=infrastructure-manager
 echo "Logs: $DEMO_DIR/{gardener,infra,operator}.log   Stop everything with: make demo-down"

@@ -216,9 +216,14 @@ async def test_infrastructure_manager_provisions_a_runtime_with_the_pods_service
     env = pod_environment(kube_cluster.kubeconfig, run_dir, tmp_path / "home")
     env |= {
         "RECONCILER_INFRA_GARDENER_PROJECT": garden.project,
-        "RECONCILER_INFRA_POLL_INTERVAL": "0.2",
+        "RECONCILER_INFRA_CREATE_POLL_INTERVAL": "0.2",
+        "RECONCILER_INFRA_UPDATE_POLL_INTERVAL": "0.2",
+        "RECONCILER_INFRA_DELETE_POLL_INTERVAL": "0.2",
+        "RECONCILER_INFRA_GARDENER_REQUEUE_INTERVAL": "0.2",
         "RECONCILER_INFRA_ERROR_INTERVAL": "0.2",
         "RECONCILER_INFRA_ERROR_MAX_INTERVAL": "1",
+        # a landscape's converter configuration: with its DNS (the simulator has no default domain)
+        "RECONCILER_INFRA_CONVERTER_CONFIG": str(samples.CONVERTER_CONFIG),
     }
     values = {"infrastructureManager": {"enabled": True, "gardenKubeconfigSecret": "garden"}}
     async with await Cluster.connect(kube_cluster.kubeconfig) as kcp:

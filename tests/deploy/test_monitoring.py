@@ -20,7 +20,10 @@ from tests.deploy.chart import CHART, MINIMAL, merged, render
 
 DASHBOARD = CHART / "files" / "dashboard.json"
 ALERTS = CHART / "files" / "alerts.yaml"
-SERIES = re.compile(r"\b((?:reconciler|process|python)_[a-z0-9_]+)\b")
+SERIES = re.compile(
+    r"\b((?:reconciler|process|python|infrastructure_manager)_[a-z0-9_]+|unexpected_stops_total)\b"
+)
+"""Our series, and KIM's the infrastructure manager exports under KIM's names."""
 SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_info")
 
 

@@ -25,6 +25,7 @@ from reconciler.kube.cluster import Cluster
 from reconciler.model.infrastructure import API_VERSION
 from reconciler.util.polling import poll_until
 from tests.conftest import ClusterFactory, KubeTarget
+from tests.infra.samples import CONVERTER_CONFIG
 
 
 @dataclass
@@ -76,9 +77,13 @@ SETTINGS = InfraSettings(
     gardener_rate=None,
     workers=4,
     kubeconfig_validity=3600,
-    poll_interval=0.2,
+    create_poll_interval=0.2,
+    update_poll_interval=0.2,
+    delete_poll_interval=0.2,
+    gardener_requeue_interval=0.2,
     error_interval=0.2,
     error_max_interval=1.0,
+    converter_config=CONVERTER_CONFIG,
 )
 
 

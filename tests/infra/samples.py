@@ -1,10 +1,17 @@
-"""Runtime bodies for the infrastructure manager's tests (as KEB would write them)."""
+"""Runtime bodies for the infrastructure manager's tests (as KEB would write them), the
+converter configuration they run with, and complete Shoots for the Gardener client's tests."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from reconciler.infra.converter.config import load_converter_config
+from reconciler.infra.shoot import shoot_for
 from reconciler.model.infrastructure import API_VERSION, KYMA_NAME, RUNTIME_ID
+
+CONVERTER_CONFIG = Path(__file__).parent / "fixtures" / "converter-config.yaml"
+CONVERTER = load_converter_config(CONVERTER_CONFIG)
 
 
 def worker(name: str = "cpu-worker-0", maximum: int = 3, **extra: Any) -> dict[str, Any]:
@@ -39,7 +46,11 @@ def runtime(
             "labels": {
                 RUNTIME_ID: name,
                 KYMA_NAME: name,
+                "kyma-project.io/instance-id": f"instance-{name}",
+                "kyma-project.io/broker-plan-id": "361c511f-f939-4621-b228-d0fb79a1fe15",
+                "kyma-project.io/broker-plan-name": "aws",
                 "kyma-project.io/global-account-id": "ga-1",
+                "kyma-project.io/subaccount-id": "sa-1",
                 "kyma-project.io/region": "eu-central-1",
             },
             "annotations": annotations or {},
@@ -78,3 +89,12 @@ def runtime(
             },
         },
     }
+
+
+def shoot(name: str, namespace: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Shoot Gardener accepts, as the converter makes it of a sample Runtime; without the
+    structured authentication (whose ConfigMap the client's tests do not write)."""
+    body = shoot_for(runtime(name, "unused", shoot=name), namespace, CONVERTER)
+    del body["spec"]["kubernetes"]["kubeAPIServer"]["structuredAuthentication"]
+    body["metadata"]["annotations"].update(annotations or {})
+    return body

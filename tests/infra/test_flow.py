@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from reconciler.devcluster.gardener import FAULT
-from reconciler.infra.gardener import GardenerError
+from reconciler.infra.gardener import SHOOT_API_VERSION, GardenerError
 from reconciler.infra.kubeconfigs import secret_name
 from reconciler.infra.states import binding_name
 from reconciler.kube.client import KubeClient
@@ -27,6 +28,7 @@ from reconciler.util.polling import poll_until
 from tests.infra.conftest import World
 from tests.infra.samples import runtime, worker
 
+BROKER_RUNTIME = Path(__file__).parent / "fixtures" / "broker-runtime.yaml"
 ADMINS = ("admin@example.com", "ops@example.com")
 
 
@@ -62,7 +64,8 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
     assert conditions == {
         "Provisioned": "True",
         "KubeconfigReady": "True",
-        "OidcConfigured": "True",
+        "KymaSystemNSCreated": "True",
+        "OidcAndConfigMapConfigured": "True",
         "Configured": "True",
     }
     assert ready["status"]["provisioningCompleted"] is True
@@ -136,6 +139,15 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
         )
         assert gone is None
 
+    auth = {  # the Shoot's structured authentication, in the project
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "structured-auth-config-shoot-a",
+            "namespace": world.garden.gardener.namespace,
+        },
+    }
+    assert await world.kcp.get(auth) is not None
     await world.kcp.delete(body)
 
     async def deleted() -> bool:
@@ -143,58 +155,80 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
             await world.runtime("rt-a") is None
             and await secret(world, "rt-a") is None
             and "shoot-a" not in await shoot_names(world)
+            and await world.kcp.get(auth) is None
         )
 
-    await poll_until(deleted, timeout=60, what="Runtime, kubeconfig and Shoot gone")
+    await poll_until(deleted, timeout=60, what="Runtime, kubeconfig, Shoot, its ConfigMap gone")
 
 
-async def test_a_runtime_with_the_brokers_empty_strings_is_stored_whole_and_provisioned(
+async def test_a_runtime_as_the_broker_writes_it_is_stored_whole_provisioned_and_never_downgraded(
     world: World,
 ) -> None:
-    """The broker writes `machine.image: {name: "", version: ""}` and `oidcConfig: {}` when it
-    leaves the choice to the manager: a real apiserver stores them, and so must the test bed."""
-    body = runtime(
-        "rt-empty",
-        world.namespace,
-        shoot="shoot-empty",
-        workers=[worker(machine={"type": "m6i.large", "image": {"name": "", "version": ""}})],
-    )
-    body["spec"]["shoot"]["kubernetes"]["kubeAPIServer"]["oidcConfig"] = {}
+    """Every field the current broker writes (`oidcConfig: {}`, an empty machine image, the ACL,
+    dual stack, the caches, ...) is stored as sent and becomes a Shoot the stricter simulator
+    accepts, the configured defaults filling in. After Gardener auto-updates Kubernetes and the
+    machine image and reorders zones, the next Runtime change keeps them (a downgrade would be
+    refused). A Runtime without the labels KIM requires fails, nothing sent."""
+    body = yaml.safe_load(BROKER_RUNTIME.read_text())
+    body["metadata"].update({"name": "rt-broker", "namespace": world.namespace})
+    await world.kcp.apply(body)
+    unlabelled = runtime("rt-nolabel", world.namespace, shoot="shoot-nolabel")
+    del unlabelled["metadata"]["labels"]["kyma-project.io/instance-id"]
+    await world.kcp.apply(unlabelled)
+
+    await world.state("rt-broker", "Ready")
+    stored = await world.runtime("rt-broker")
+    assert stored is not None
+    assert stored["spec"] == body["spec"]
+    assert stored["status"]["shootLastOperation"]["state"] == "Succeeded"  # Gardener's, as KIM
+    shoot = await world.garden.gardener.get_shoot("c-broker")
+    assert shoot is not None
+    assert shoot["spec"]["kubernetes"]["version"] == "1.33"
+    image = shoot["spec"]["provider"]["workers"][0]["machine"]["image"]
+    assert image == {"name": "gardenlinux", "version": "1592.1.0"}  # the configured default
+    assert shoot["spec"]["dns"]["domain"] == "c-broker.dev.kyma.example.com"
+
+    failed = await world.state("rt-nolabel", "Failed")
+    provisioned = next(c for c in failed["status"]["conditions"] if c["type"] == "Provisioned")
+    assert provisioned["reason"] == "ConversionErr"
+    assert "kyma-project.io/instance-id" in provisioned["message"]
+    assert await world.garden.gardener.get_shoot("shoot-nolabel") is None
+
+    # Gardener's maintenance: higher versions, its own zone order
+    workers = shoot["spec"]["provider"]["workers"]
+    workers[0]["machine"]["image"]["version"] = "1592.9.0"
+    workers[0]["zones"] = ["eu-central-1c", "eu-central-1a", "eu-central-1b"]
+    upgrade = {
+        "apiVersion": SHOOT_API_VERSION,
+        "kind": "Shoot",
+        "metadata": {"name": "c-broker", "namespace": world.garden.gardener.namespace},
+        "spec": {"kubernetes": {"version": "1.33.9"}, "provider": {"workers": workers}},
+    }
+    await world.kcp.apply(upgrade, field_manager="gardener")
+    body["spec"]["shoot"]["provider"]["workers"][0]["maximum"] = 25
     await world.kcp.apply(body)
 
-    await world.state("rt-empty", "Ready")
-    stored = await world.runtime("rt-empty")
-    assert stored is not None
-    shoot = stored["spec"]["shoot"]
-    assert shoot["provider"]["workers"][0]["machine"]["image"] == {"name": "", "version": ""}
-    assert shoot["kubernetes"]["kubeAPIServer"]["oidcConfig"] == {}
+    async def updated() -> dict[str, Any] | None:
+        live = await world.garden.gardener.get_shoot("c-broker")
+        pools = ((live or {}).get("spec") or {}).get("provider", {}).get("workers") or []
+        return live if pools and pools[0]["maximum"] == 25 else None
+
+    shoot = await poll_until(updated, timeout=60, what="the Shoot updated")
+    assert shoot["spec"]["kubernetes"]["version"] == "1.33.9"
+    pool = shoot["spec"]["provider"]["workers"][0]
+    assert pool["machine"]["image"]["version"] == "1592.9.0"
+    assert pool["zones"] == ["eu-central-1c", "eu-central-1a", "eu-central-1b"]
+    await world.state("rt-broker", "Ready")
 
 
 async def test_a_final_gardener_error_fails_the_runtime_with_the_reason(world: World) -> None:
-    world.garden.simulator.faults["shoot-f"] = "error"
+    """Final as KIM reads it: the project's credentials are refused."""
+    world.garden.simulator.faults["shoot-f"] = "Failed:ERR_INFRA_UNAUTHORIZED"
     await world.kcp.apply(runtime("rt-f", world.namespace, shoot="shoot-f"))
     failed = await world.state("rt-f", "Failed")
     provisioned = next(c for c in failed["status"]["conditions"] if c["type"] == "Provisioned")
-    assert provisioned["status"] == "False"
-    assert "ERR_CONFIGURATION_PROBLEM" in provisioned["message"]
-
-
-async def test_a_retryable_gardener_error_keeps_the_runtime_pending_until_it_clears(
-    world: World,
-) -> None:
-    world.garden.simulator.faults["shoot-q"] = "quota"
-    await world.kcp.apply(runtime("rt-q", world.namespace, shoot="shoot-q"))
-
-    async def reported() -> bool:
-        live = await world.runtime("rt-q")
-        conditions = ((live or {}).get("status") or {}).get("conditions") or []
-        return any("ERR_INFRA_QUOTA_EXCEEDED" in c["message"] for c in conditions)
-
-    await poll_until(reported, timeout=60, what="the quota error reported")
-    assert (await world.runtime("rt-q") or {})["status"]["state"] == "Pending"
-    await world.garden.gardener.annotate("shoot-q", {FAULT: None})  # type: ignore[dict-item]
-    world.garden.simulator.throttle(3)  # the Gardener API throttles too: retried as well
-    await world.state("rt-q", "Ready")
+    assert (provisioned["status"], provisioned["reason"]) == ("False", "CreationErr")
+    assert "ERR_INFRA_UNAUTHORIZED" in provisioned["message"]
 
 
 async def test_a_manager_killed_mid_flow_resumes_and_never_creates_a_second_shoot(
@@ -215,7 +249,7 @@ async def test_a_manager_killed_mid_flow_resumes_and_never_creates_a_second_shoo
     assert again["metadata"]["uid"] == first["metadata"]["uid"]
 
 
-async def test_kubeconfigs_rotate_at_60_percent_of_validity_and_on_the_force_annotation(
+async def test_kubeconfigs_rotate_as_kim_times_them_and_on_the_force_annotation(
     world: World,
 ) -> None:
     await world.kcp.apply(runtime("rt-r", world.namespace, shoot="shoot-r"))
@@ -240,9 +274,9 @@ async def test_kubeconfigs_rotate_at_60_percent_of_validity_and_on_the_force_ann
     await world.state("rt-r", "Ready")
     assert (await secret(world, "rt-r") or {})["data"] == first["data"]  # 50 %: not yet
 
-    world.clock.offset = dt.timedelta(seconds=3600 * 0.61)
+    world.clock.offset = dt.timedelta(seconds=3600 * 0.58)  # past 95 % of 60 %: 57 %
     await poke("2")
-    second = await poll_until(lambda: rotated_from(first), timeout=60, what="rotation at 61 %")
+    second = await poll_until(lambda: rotated_from(first), timeout=60, what="rotation at 58 %")
     for kubeconfig in (kubeconfig_of(first), kubeconfig_of(second)):  # the old one still works
         async with KubeClient.from_kubeconfig(kubeconfig, text=True) as client:
             await client.request("GET", "/api/v1/namespaces")
@@ -279,7 +313,7 @@ async def test_deleting_a_failed_runtime_reports_terminating_until_it_is_gone(
     world: World,
 ) -> None:
     """Failed is no end state for a deletion: the Shoot is deleted as for any other state."""
-    world.garden.simulator.faults["shoot-fd"] = "error"
+    world.garden.simulator.faults["shoot-fd"] = "Failed:ERR_INFRA_UNAUTHENTICATED"
     body = runtime("rt-fd", world.namespace, shoot="shoot-fd")
     await world.kcp.apply(body)
     await world.state("rt-fd", "Failed")
@@ -319,13 +353,21 @@ async def release(world: World, body: dict[str, Any]) -> None:
 async def test_deleting_a_runtime_whose_shoot_gardener_refused_reports_terminating(
     world: World,
 ) -> None:
-    """Failed before any Shoot existed (Gardener refused it for good): the deletion reports
-    Terminating all the same, here seen while another finalizer holds the Runtime."""
+    """Pending before any Shoot existed (Gardener refuses to create it; KIM retries a refused
+    creation): the deletion reports Terminating all the same, here seen while another
+    finalizer holds the Runtime."""
     # a DNS label the CRD accepts, but too long with the project's name for Gardener
     body = runtime("rt-fn", world.namespace, shoot="shoot-name-beyond-gardeners-limit")
     body["metadata"]["finalizers"] = [HOLD]
     await world.kcp.apply(body)
-    await world.state("rt-fn", "Failed")
+    pending = await world.state("rt-fn", "Pending")
+
+    async def refused() -> bool:
+        live = await world.runtime("rt-fn") or pending
+        conditions = (live.get("status") or {}).get("conditions") or []
+        return any(c["reason"] == "GardenerErr" and "403" in c["message"] for c in conditions)
+
+    await poll_until(refused, timeout=60, what="Gardener's refusal reported")
 
     await world.kcp.delete(body)
 

@@ -12,19 +12,11 @@ import pytest
 
 from reconciler.devcluster.gardener import DURATION, FAULT
 from reconciler.errors import KubeApiError
-from reconciler.infra.gardener import API, SHOOT_API_VERSION, GardenerError, RateLimiter
+from reconciler.infra.gardener import API, GardenerError, RateLimiter
 from reconciler.kube.client import KubeClient
 from reconciler.util.polling import poll_until
 from tests.infra.conftest import Garden
-
-
-def shoot(name: str, namespace: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": SHOOT_API_VERSION,
-        "kind": "Shoot",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
-        "spec": {"region": "eu-central-1", "provider": {"type": "aws", "workers": []}},
-    }
+from tests.infra.samples import shoot
 
 
 async def operation(garden: Garden, name: str, state: str) -> dict[str, Any]:
@@ -41,6 +33,7 @@ async def test_a_shoot_succeeds_and_its_admin_kubeconfig_works_against_the_shoot
     garden: Garden,
 ) -> None:
     gardener = garden.gardener
+    await refused_as_gardener_refuses(garden)  # a Shoot Gardener would refuse: refused
     await gardener.apply_shoot(shoot("s1", gardener.namespace))
     with pytest.raises(GardenerError, match="not created yet"):
         await gardener.admin_kubeconfig("s1", 600)
@@ -52,6 +45,43 @@ async def test_a_shoot_succeeds_and_its_admin_kubeconfig_works_against_the_shoot
         assert "items" in await client.request("GET", "/api/v1/namespaces")
     assert 590 < (expires - dt.datetime.now(dt.UTC)).total_seconds() <= 601
     assert garden.simulator.requests["POST adminkubeconfig"] == 2
+
+
+async def refused_as_gardener_refuses(garden: Garden) -> None:
+    """Through the proxy as from Gardener: 422 Invalid naming the fields, 403 for a Shoot
+    without a domain (no default domain here) or naming a ConfigMap that does not exist."""
+    gardener = garden.gardener
+    incomplete = shoot("s-bad", gardener.namespace)
+    del incomplete["spec"]["provider"]["infrastructureConfig"]
+    incomplete["spec"]["provider"]["workers"][0]["machine"]["image"]["version"] = ""
+    with pytest.raises(GardenerError) as caught:
+        await gardener.apply_shoot(incomplete)
+    message = str(caught.value)
+    assert 'Shoot.core.gardener.cloud "s-bad" is invalid' in message
+    assert "spec.provider.infrastructureConfig: Required value" in message
+    assert "spec.provider.workers[0].machine.image.version: Required value" in message
+    assert not caught.value.retryable
+    no_domain = shoot("s-bad", gardener.namespace)
+    del no_domain["spec"]["dns"]
+    with pytest.raises(GardenerError, match=r"spec\.dns\.domain must be set"):
+        await gardener.apply_shoot(no_domain)
+    referring = shoot("s-bad", gardener.namespace)
+    server = referring["spec"]["kubernetes"]["kubeAPIServer"]
+    server["structuredAuthentication"] = {"configMapName": "structured-auth-config-s-bad"}
+    with pytest.raises(GardenerError, match=r"structured-auth-config-s-bad .* does not exist"):
+        await gardener.apply_shoot(referring)
+    assert await gardener.get_shoot("s-bad") is None
+    # a garden with a default domain gives such a Shoot one, on every write, as Gardener does
+    garden.simulator.default_domain = "dev.example.com"
+    try:
+        for _ in range(2):
+            defaulted = await gardener.apply_shoot(
+                {**no_domain, "metadata": {**no_domain["metadata"], "name": "s-dom"}}
+            )
+    finally:
+        garden.simulator.default_domain = None
+    project = gardener.namespace.removeprefix("garden-")
+    assert defaulted["spec"]["dns"]["domain"] == f"s-dom.{project}.dev.example.com"
 
 
 async def test_deletion_needs_the_confirmation_annotation_and_waits_for_gardener(

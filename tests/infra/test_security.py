@@ -14,7 +14,7 @@ from reconciler.infra.gardener import GardenerError
 from reconciler.infra.kubeconfigs import secret_name
 from reconciler.infra.states import binding_name
 from reconciler.kube.cluster import Cluster
-from reconciler.model.infrastructure import KYMA_NAME, SHOOT_RUNTIME_ID
+from reconciler.model.infrastructure import KYMA_NAME, RUNTIME_ID, SHOOT_RUNTIME_ID
 from reconciler.util.polling import poll_until
 from tests.infra.conftest import Garden, World
 from tests.infra.samples import runtime
@@ -140,24 +140,48 @@ async def test_a_second_runtime_naming_an_existing_shoot_fails_and_touches_nothi
     assert live["status"]["state"] == "Ready"
 
 
+async def _refused_before_gardener(world: World, body: dict[str, Any], problem: str) -> None:
+    """The Runtime fails naming `problem`, and no Shoot is created for it."""
+    await world.kcp.apply(body)
+    name = body["metadata"]["name"]
+    await world.state(name, "Failed")
+    provisioned = await _condition(world, name, "Provisioned")
+    assert provisioned["reason"] == "ConversionErr"
+    assert problem in provisioned["message"]
+    shoot = body["spec"]["shoot"]["name"]
+    assert await world.garden.gardener.get_shoot(shoot) is None
+
+
 async def test_the_kubeconfig_secret_names_the_runtimes_own_kyma_not_a_label(world: World) -> None:
     body = runtime("rt-lbl", world.namespace, shoot="shoot-lbl")
     body["metadata"]["labels"][KYMA_NAME] = "someone-elses-kyma"
     body["metadata"]["labels"]["kyma-project.io/anything"] = "x"
     await world.kcp.apply(body)
     await world.state("rt-lbl", "Ready")
-    live = await world.kcp.get(
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": secret_name("rt-lbl"), "namespace": world.namespace},
-        }
-    )
+
+    async def kubeconfig_secret() -> Any:
+        return await world.kcp.get(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret_name("rt-lbl"), "namespace": world.namespace},
+            }
+        )
+
+    live = await kubeconfig_secret()
     assert live is not None
     labels = live.raw["metadata"]["labels"]
     assert labels[KYMA_NAME] == "rt-lbl"
     assert "kyma-project.io/anything" not in labels
     assert labels["kyma-project.io/global-account-id"] == "ga-1"
+
+    # a Runtime labelled with that runtime id would write that Secret: refused, nothing written
+    impostor = runtime("rt-imp", world.namespace, shoot="shoot-imp")
+    impostor["metadata"]["labels"][RUNTIME_ID] = "rt-lbl"
+    await _refused_before_gardener(world, impostor, "differs from the Runtime's name")
+    again = await kubeconfig_secret()
+    assert again is not None
+    assert again.raw["data"] == live.raw["data"]
 
 
 @pytest.mark.parametrize(
@@ -167,11 +191,6 @@ async def test_a_system_identity_is_never_made_an_administrator(
     world: World, identity: str
 ) -> None:
     body = runtime("rt-anon", world.namespace, shoot="shoot-an", administrators=(identity,))
-    await world.kcp.apply(body)
-    await world.state("rt-anon", "Failed")
-    provisioned = await _condition(world, "rt-anon", "Provisioned")
-    assert provisioned["reason"] == "ConfigurationErr"
-    assert "system identity" in provisioned["message"]
-    assert await world.garden.gardener.get_shoot("shoot-an") is None
+    await _refused_before_gardener(world, body, "system identity")
     async with world.shoot_cluster() as cluster:
         assert await _binding(cluster, identity) is None

@@ -110,13 +110,17 @@ def gardener(
     project: Annotated[str, typer.Option(help="Gardener project: namespace garden-<project>.")] = (
         "demo"
     ),
+    default_domain: Annotated[
+        str,
+        typer.Option(help="The garden's default domain, for Shoots without spec.dns.domain."),
+    ] = "demo.kyma.local",
 ) -> None:
     """Play Gardener until SIGTERM/SIGINT (tests and demos): the Shoot CRD, a controller
     advancing Shoots, admin kubeconfigs of SHOOT. Prints the kubeconfig clients should use."""
     from reconciler.devcluster.gardener import GardenerSimulator
 
     async def serve() -> None:
-        simulator = GardenerSimulator(garden, shoot, workdir)
+        simulator = GardenerSimulator(garden, shoot, workdir, default_domain=default_domain)
         kubeconfig = await simulator.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -11,9 +11,10 @@ import typer
 from prometheus_client import start_http_server
 
 from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
-from reconciler.cli.errors import BAD_INPUT, failures
+from reconciler.cli.errors import BAD_INPUT, fail, failures
 from reconciler.cli.options import ConfigFile, LogLevel, load_settings, settings_of
 from reconciler.cli.signals import stop_within
+from reconciler.infra.converter.config import ConverterConfigError, load_converter_config
 from reconciler.infra.crds import all_crds
 from reconciler.infra.install import install_crds
 from reconciler.infra.manager import InfraManager
@@ -72,6 +73,10 @@ def run(
     configure_logging(level=log_level)
     root = load_settings(config)
     settings = settings_of(lambda: root.infra)
+    try:
+        load_converter_config(settings.converter_config)  # refused here, before anything runs
+    except ConverterConfigError as exc:
+        raise fail(str(exc), BAD_INPUT) from None
     with failures(BAD_INPUT):
         garden = KubeClient.from_kubeconfig(garden_kubeconfig)
 

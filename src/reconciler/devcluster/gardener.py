@@ -11,9 +11,11 @@ own REST paths, and the infrastructure manager's garden kubeconfig simply points
 client cannot tell. Everything else is forwarded unchanged (no watches: the manager polls).
 
 Faults are driven by annotations on the Shoot (`FAULT`: `quota` and `rate-limit` hold the
-operation in Gardener's retryable `Error` state until the annotation goes, `error` fails it for
-good; `DURATION`: seconds an operation takes), and by `throttle(n)`: the next n proxied requests
-are answered 429, as an overloaded Gardener API does. Test tooling and demo only.
+operation in Gardener's retryable `Error` state until the annotation goes, `error` fails it
+(`Failed`), `<State>:<CODE>,...` ends it in that state with those codes, see `fault_outcome`;
+`DURATION`: seconds an operation takes), by `throttle(n)`: the next n proxied requests are
+answered 429, as an overloaded Gardener API does, and by `refuse_writes(status, n)`: the next n
+Shoot writes are refused with `status`. Test tooling and demo only.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from reconciler.devcluster import shootvalidation
 from reconciler.devcluster.pki import Pki, issue_client
 from reconciler.devcluster.ports import free_ports
 from reconciler.errors import ReconcilerError
@@ -174,16 +177,21 @@ class GardenerSimulator:
         workdir: Path,
         *,
         duration: float = 0.2,
+        default_domain: str | None = None,
     ) -> None:
         self.garden_kubeconfig = garden_kubeconfig
         self.shoot_kubeconfig = shoot_kubeconfig
         self.workdir = workdir
         self.duration = duration
+        self.default_domain = default_domain
+        """Gardener's default domain (a landscape's default-domain secret): a Shoot without
+        `spec.dns.domain` gets one under it; None: such a Shoot is refused."""
         self.requests: Counter[str] = Counter()
         """Proxied requests by `METHOD resource` (e.g. `POST shoots`, `POST adminkubeconfig`)."""
         self.request_times: list[float] = []
         self.kubeconfigs_issued = 0
         self._throttle = 0
+        self._refusals: list[int] = []
         self.faults: dict[str, str] = {}
         """Shoot name -> fault: set as the `FAULT` annotation when the Shoot appears (for Shoots
         a client creates, which cannot carry the simulator's annotation itself)."""
@@ -200,6 +208,18 @@ class GardenerSimulator:
     def throttle(self, requests: int) -> None:
         """Answer the next `requests` proxied requests with 429 Too Many Requests."""
         self._throttle = requests
+
+    def refuse_writes(self, status: int, writes: int = 1) -> None:
+        """Answer the next `writes` writes of a Shoot (create, patch, update) with `status`
+        (422: Gardener's admission finds the Shoot invalid; 409, 403, 5xx); `writes=0` lifts
+        what is left of an earlier refusal."""
+        self._refusals = [status] * writes
+
+    def _refuse_injected(self, request: Request, match: re.Match[str] | None) -> Response | None:
+        writes = request.method in ("POST", "PUT", "PATCH") and "/shoots" in request.url.path
+        if not self._refusals or not writes or (match and match.group(3)):
+            return None
+        return _refusal(self._refusals.pop(0))
 
     @property
     def kubeconfig(self) -> Path:
@@ -279,7 +299,12 @@ class GardenerSimulator:
         if self._throttle > 0:
             self._throttle -= 1
             return _status(429, "TooManyRequests", "the Gardener API is throttling this client")
+        refused = self._refuse_injected(request, match)
+        if refused is not None:
+            return refused
         refused = await self._refuse_invalid_name(request, match)
+        if refused is None:
+            refused = await self._refuse_invalid_shoot(request, match)
         if refused is not None:
             return refused
         if match and match.group(3) and request.method == "POST":
@@ -295,12 +320,51 @@ class GardenerSimulator:
             request.method,
             path,
             params=str(request.query_params),
-            content=await request.body(),
+            content=await self._with_default_domain(request, match),
             headers=headers,
         )
         return Response(
             upstream.content, upstream.status_code, media_type=upstream.headers.get("content-type")
         )
+
+    async def _shoot_write(
+        self, request: Request, match: re.Match[str] | None
+    ) -> tuple[str, str, dict[str, Any]] | None:
+        """(namespace, name, body) of a Shoot written whole (created, replaced, server-side
+        applied); None for anything else (merge patches, other resources, bodies the apiserver
+        will refuse by itself)."""
+        content_type = request.headers.get("content-type", "")
+        whole = request.method in ("POST", "PUT") or "apply-patch" in content_type
+        if not whole or (match and match.group(3)):
+            return None
+        collection = _SHOOTS.match(request.url.path)
+        if match is None and collection is None:
+            return None
+        try:
+            body = yaml.safe_load(await request.body() or b"{}")
+        except yaml.YAMLError:
+            return None  # the apiserver names the problem
+        if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
+            return None
+        namespace = (match or collection).group(1)  # type: ignore[union-attr]
+        name = match.group(2) if match else str((body.get("metadata") or {}).get("name"))
+        return namespace, name, body
+
+    async def _with_default_domain(self, request: Request, match: re.Match[str] | None) -> bytes:
+        """The request's body; a Shoot written whole without `spec.dns.domain` gets
+        `<shoot>.<project>.<default domain>`, as Gardener's admission gives it (on every write,
+        so the domain stays when the next apply again leaves it out)."""
+        content = await request.body()
+        written = None if self.default_domain is None else await self._shoot_write(request, match)
+        if written is None:
+            return content
+        namespace, name, body = written
+        dns = body["spec"].get("dns")
+        if isinstance(dns, dict) and dns.get("domain"):
+            return content
+        domain = f"{name}.{namespace.removeprefix('garden-')}.{self.default_domain}"
+        body["spec"]["dns"] = {**(dns if isinstance(dns, dict) else {}), "domain": domain}
+        return json.dumps(body).encode()
 
     async def _refuse_invalid_name(
         self, request: Request, match: re.Match[str] | None
@@ -337,6 +401,45 @@ class GardenerSimulator:
                 f"name and the project name must not exceed {PROJECT_AND_SHOOT_MAX} characters "
                 f"(project: {project}; shoot: {name})",
             )
+        return None
+
+    async def _refuse_invalid_shoot(
+        self, request: Request, match: re.Match[str] | None
+    ) -> Response | None:
+        """A Shoot written whole (created, replaced, server-side applied) is checked as
+        Gardener's admission and API validation check it (`shootvalidation.py`): the default
+        domain (403), the spec and, for an update, against the stored Shoot (422 with causes),
+        the ConfigMaps it refers to (403). Merge patches (annotations) are not checked."""
+        written = await self._shoot_write(request, match)
+        if written is None:
+            return None
+        namespace, name, body = written
+        spec: dict[str, Any] = body["spec"]
+        if not (spec.get("dns") or {}).get("domain") and self.default_domain is None:
+            return _status(
+                403,
+                "Forbidden",
+                f'shoots.core.gardener.cloud "{name}" is forbidden: shoot domain field '
+                ".spec.dns.domain must be set if provider != unmanaged (this garden has no "
+                "default domain)",
+            )
+        causes = shootvalidation.validate(spec)
+        stored = await self._shoot(namespace, name)
+        if stored is not None and not stored["metadata"].get("deletionTimestamp"):
+            causes += shootvalidation.validate_update(spec, stored.get("spec") or {})
+        if causes:
+            return JSONResponse(shootvalidation.status(name, causes), status_code=422)
+        for field, configmap in shootvalidation.structured_references(spec):
+            found = await self._upstream.get(
+                f"/api/v1/namespaces/{namespace}/configmaps/{configmap}"
+            )
+            if found.status_code == 404:
+                return _status(
+                    403,
+                    "Forbidden",
+                    f'shoots.core.gardener.cloud "{name}" is forbidden: referenced ConfigMap '
+                    f"{namespace}/{configmap} ({field}) does not exist",
+                )
         return None
 
     async def _shoot(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -494,14 +597,10 @@ class GardenerSimulator:
         kind = "Reconcile" if created else "Create"
         await self._operation(shoot, kind, "Processing")
         await asyncio.sleep(self._duration(shoot))
-        fault = (meta.get("annotations") or {}).get(FAULT)
-        if fault in ERROR_CODES:
-            state = "Failed" if fault == "error" else "Error"
-            error = {
-                "description": f"simulated {fault}",
-                "codes": [ERROR_CODES[fault]],
-                "lastUpdateTime": _now(),
-            }
+        outcome = fault_outcome((meta.get("annotations") or {}).get(FAULT))
+        if outcome is not None:
+            state, codes = outcome
+            error = {"description": f"simulated {state}", "codes": codes, "lastUpdateTime": _now()}
             await self._operation(shoot, kind, state, [error])
             return
         await self._operation(shoot, kind, "Succeeded")
@@ -511,3 +610,31 @@ class GardenerSimulator:
         await asyncio.sleep(self._duration(shoot))
         finalizers = [f for f in shoot["metadata"].get("finalizers") or [] if f != FINALIZER]
         await self._patch(shoot, {"metadata": {"finalizers": finalizers or None}}, status=False)
+
+
+# --- fault injection (tests and demo) ------------------------------------------------------------
+
+
+def fault_outcome(fault: str | None) -> tuple[str, list[str]] | None:
+    """How an operation of a Shoot with the `FAULT` annotation ends: (its `lastOperation` state,
+    its `lastErrors` codes), None when it succeeds. `quota` and `rate-limit` end in `Error`,
+    `error` in `Failed` with `ERR_CONFIGURATION_PROBLEM`; `<State>:<CODE>[,<CODE>...]` ends in
+    that state with those codes (e.g. `Failed:ERR_INFRA_UNAUTHORIZED`), as Gardener reports
+    each of its error classes."""
+    if not fault:
+        return None
+    if fault in ERROR_CODES:
+        return ("Failed" if fault == "error" else "Error"), [ERROR_CODES[fault]]
+    state, _, codes = fault.partition(":")
+    if state not in ("Failed", "Error") or not codes:
+        return None
+    return state, [code.strip() for code in codes.split(",") if code.strip()]
+
+
+def _refusal(status: int) -> Response:
+    reasons = {403: "Forbidden", 409: "Conflict", 422: "Invalid"}
+    return _status(
+        status,
+        reasons.get(status, "InternalError"),
+        f"simulated refusal ({status}) of a Shoot write, as Gardener's admission answers",
+    )

@@ -33,9 +33,11 @@ RETRYABLE = frozenset({429, 500, 502, 503, 504})
 class GardenerError(ReconcilerError):
     """Gardener refused or could not be reached; `retryable` says whether trying later helps."""
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
+    def __init__(self, message: str, *, retryable: bool, status: int | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.status = status
+        """Gardener's HTTP status (None: no answer, or no request was sent)."""
 
 
 def check_shoot_name(name: str) -> str:
@@ -127,7 +129,11 @@ class Gardener:
 
     @staticmethod
     def _failed(what: str, exc: KubeApiError) -> GardenerError:
-        return GardenerError(f"Gardener {what}: {exc}", retryable=exc.status in RETRYABLE)
+        return GardenerError(
+            f"Gardener {what} ({exc.status} {exc.reason}): {exc}",
+            retryable=exc.status in RETRYABLE,
+            status=exc.status,
+        )
 
     async def get_shoot(self, name: str) -> dict[str, Any] | None:
         try:
@@ -200,3 +206,28 @@ class Gardener:
                 retryable=True,
             ) from None
         return kubeconfig, expires
+
+    async def apply_configmap(self, configmap: dict[str, Any]) -> None:
+        """Server-side apply of a ConfigMap in the project namespace (a Shoot's structured
+        authentication configuration, which the Shoot names and Gardener requires to exist)."""
+        name = check_shoot_name(configmap["metadata"]["name"])
+        path = f"/api/v1/namespaces/{urllib.parse.quote(self.namespace, safe='')}/configmaps/{name}"
+        params = {"fieldManager": FIELD_MANAGER, "force": "true"}
+        body = {**configmap, "metadata": {**configmap["metadata"], "namespace": self.namespace}}
+        try:
+            await self._request(
+                "configmap", "PATCH", path, params=params, body=body, content_type=APPLY_PATCH
+            )
+        except KubeApiError as exc:
+            raise self._failed(f"refused ConfigMap {name}", exc) from None
+
+    async def delete_configmap(self, name: str) -> None:
+        """Delete a ConfigMap in the project namespace (a deleted Shoot's structured
+        authentication configuration); one already gone is fine."""
+        name = check_shoot_name(name)
+        path = f"/api/v1/namespaces/{urllib.parse.quote(self.namespace, safe='')}/configmaps/{name}"
+        try:
+            await self._request("configmap", "DELETE", path)
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise self._failed(f"refused to delete ConfigMap {name}", exc) from None

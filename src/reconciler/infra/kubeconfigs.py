@@ -13,7 +13,7 @@ import base64
 import datetime as dt
 
 from reconciler.errors import KubeApiError
-from reconciler.infra.states import EXPIRES_AT
+from reconciler.infra.states import EXPIRES_AT, runtime_id
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.finalizers import finalizer_patch
 from reconciler.model.infrastructure import (
@@ -32,6 +32,11 @@ from reconciler.model.infrastructure import (
 from reconciler.model.kube_object import Body
 
 MERGE_PATCH = "application/merge-patch+json"
+INTERNAL = "operator.kyma-project.io/internal"
+REGION = "kyma-project.io/region"
+PLATFORM_REGION = "kyma-project.io/platform-region"
+SKR_DOMAIN = "skr-domain"
+"""On the GardenerCluster: the shoot's DNS domain (`spec.dns.domain`), as KIM writes it."""
 
 
 def secret_name(runtime_id: str) -> str:
@@ -43,21 +48,29 @@ def _stamp(moment: dt.datetime) -> str:
 
 
 def labels_for(runtime: Body, shoot: str) -> dict[str, str]:
-    """KIM's labels: the Runtime's descriptive ones (`COPIED_LABELS`), and derived from the
-    Runtime itself the runtime id, the shoot name, the Kyma name (the runtime id: a Kyma is
-    named after its runtime), managed-by, cluster-name. The Runtime's own `kyma-name` label is
-    not copied: operator mode picks a Kyma's remote cluster by that label, and any author of a
-    Runtime could set it to another Kyma's name."""
+    """KIM's labels of the GardenerCluster and the kubeconfig Secret: the Runtime's descriptive
+    ones (`COPIED_LABELS`; region and platform region from its spec, as KIM takes them), and
+    derived from the Runtime itself the runtime id, the shoot name, the Kyma name (the runtime
+    id: a Kyma is named after its runtime), managed-by, `operator.kyma-project.io/internal`,
+    cluster-name. The Runtime's own `kyma-name` label is not copied: operator mode picks a
+    Kyma's remote cluster by that label, and any author of a Runtime could set it to another
+    Kyma's name."""
     meta = runtime["metadata"]
     source = meta.get("labels") or {}
     labels = {k: str(source[k]) for k in COPIED_LABELS if k in source}
+    shoot_spec = (runtime.get("spec") or {}).get("shoot") or {}
+    for label, field in ((REGION, "region"), (PLATFORM_REGION, "platformRegion")):
+        if shoot_spec.get(field):
+            labels[label] = str(shoot_spec[field])
+    identity = runtime_id(runtime)
     labels.update(
         {
-            KYMA_NAME: meta["name"],
-            RUNTIME_ID: meta["name"],
+            KYMA_NAME: identity,
+            RUNTIME_ID: identity,
             SHOOT_NAME: shoot,
             MANAGED_BY: MANAGER,
-            CLUSTER_NAME: meta["name"],
+            INTERNAL: "true",
+            CLUSTER_NAME: identity,
         }
     )
     return labels
@@ -118,25 +131,36 @@ class Kubeconfigs:
 
     async def read(self, runtime: Body) -> tuple[Body | None, Body | None]:
         """The kubeconfig Secret and the GardenerCluster of a Runtime (None: missing)."""
-        namespace, name = runtime["metadata"]["namespace"], runtime["metadata"]["name"]
+        namespace, name = runtime["metadata"]["namespace"], runtime_id(runtime)
         secret = await self.kcp.get(_ref("Secret", namespace, secret_name(name), "v1"))
         cluster = await self.kcp.get(_ref("GardenerCluster", namespace, name))
         return (secret.raw if secret else None), (cluster.raw if cluster else None)
 
     async def write(
-        self, runtime: Body, shoot: str, kubeconfig: str, now: dt.datetime, expires: dt.datetime
+        self,
+        runtime: Body,
+        shoot: Body,
+        kubeconfig: str,
+        now: dt.datetime,
+        expires: dt.datetime,
+        *,
+        rotated: bool,
     ) -> None:
-        """The GardenerCluster, then the Secret with the new kubeconfig; a force-rotation
-        annotation that asked for it is removed afterwards."""
-        meta = runtime["metadata"]
-        namespace, name = meta["namespace"], meta["name"]
-        labels = labels_for(runtime, shoot)
+        """The GardenerCluster (named after the runtime id, annotated with the shoot's domain),
+        then the Secret with the new kubeconfig; a force-rotation annotation that asked for it
+        is removed afterwards, and the GardenerCluster reports the Secret as KIM does."""
+        namespace, name = runtime["metadata"]["namespace"], runtime_id(runtime)
+        shoot_name = str(shoot["metadata"]["name"])
+        labels = labels_for(runtime, shoot_name)
         secret_ref = {"name": secret_name(name), "namespace": namespace, "key": "config"}
         cluster = {
             **_ref("GardenerCluster", namespace, name),
-            "spec": {"kubeconfig": {"secret": secret_ref}, "shoot": {"name": shoot}},
+            "spec": {"kubeconfig": {"secret": secret_ref}, "shoot": {"name": shoot_name}},
         }
         cluster["metadata"]["labels"] = labels
+        domain = ((shoot.get("spec") or {}).get("dns") or {}).get("domain")
+        if domain:
+            cluster["metadata"]["annotations"] = {SKR_DOMAIN: str(domain)}
         live = await self.kcp.apply(cluster, field_manager=FIELD_MANAGER)
         secret = {
             **_ref("Secret", namespace, secret_name(name), "v1"),
@@ -149,9 +173,19 @@ class Kubeconfigs:
         for owner in (live.raw, runtime):
             if (owner["metadata"].get("annotations") or {}).get(FORCE_ROTATION) is not None:
                 await self._patch(owner, {"metadata": {"annotations": {FORCE_ROTATION: None}}})
-        await self._patch(live.raw, {"status": {"state": "Ready"}}, status=True)
+        reason = "KubeconfigSecretRotated" if rotated else "KubeconfigSecretCreated"
+        message = "Secret rotated successfully." if rotated else "Secret created successfully."
+        condition = {
+            "type": "KubeconfigManagement",
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": _stamp(now),
+        }
+        status = {"state": "Ready", "conditions": [condition]}
+        await self._patch(live.raw, {"status": status}, status=True)
 
     async def delete(self, runtime: Body) -> None:
-        namespace, name = runtime["metadata"]["namespace"], runtime["metadata"]["name"]
+        namespace, name = runtime["metadata"]["namespace"], runtime_id(runtime)
         await self.kcp.delete(_ref("Secret", namespace, secret_name(name), "v1"))
         await self.kcp.delete(_ref("GardenerCluster", namespace, name))

@@ -19,18 +19,31 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
+from reconciler.infra.converter import ConversionError
+from reconciler.infra.converter.common import STRUCTURED_AUTH, structured_auth_configmap
+from reconciler.infra.converter.config import ConverterConfig, load_converter_config
 from reconciler.infra.gardener import Gardener, GardenerError, check_shoot_name
 from reconciler.infra.kubeconfigs import Kubeconfigs
 from reconciler.infra.metrics import InfraMetrics
 from reconciler.infra.settings import InfraSettings
-from reconciler.infra.shoot import shoot_for
-from reconciler.infra.shootconfig import configure_administrators, configure_oidc
+from reconciler.infra.shoot import refusal_reason, shoot_for
+from reconciler.infra.skr import (
+    apply_provisioning_info,
+    configure_administrators,
+    configure_oidc,
+    ensure_kyma_system,
+    oidc_enabled,
+)
 from reconciler.infra.states import (
+    ROTATION_MARGIN,
     Progress,
+    Reason,
     Step,
     foreign_shoot,
     initialise,
     rotation_due,
+    runtime_id,
+    runtime_id_mismatch,
     set_condition,
     shoot_progress,
 )
@@ -39,6 +52,8 @@ from reconciler.kube.cluster import Cluster
 from reconciler.model.infrastructure import (
     FINALIZER,
     ConditionType,
+    LastError,
+    LastOperation,
     RuntimeSpec,
     State,
 )
@@ -109,6 +124,23 @@ class NameLocks:
                 self._locks[name] = (lock, users - 1)
 
 
+def shoot_operation(shoot: Body | None) -> Body:
+    """Gardener's `lastOperation` and `lastErrors` of the Shoot, as KIM copies them into the
+    Runtime's status (`shootLastOperation`, `shootLastErrors`); what the CRD would refuse is
+    left out."""
+    gardener_status = (shoot or {}).get("status") or {}
+    result: Body = {}
+    with contextlib.suppress(ValidationError):
+        operation = gardener_status.get("lastOperation")
+        if operation:
+            result["shootLastOperation"] = LastOperation.model_validate(operation).dump()
+    with contextlib.suppress(ValidationError):
+        errors = gardener_status.get("lastErrors")
+        if errors:
+            result["shootLastErrors"] = [LastError.model_validate(e).dump() for e in errors]
+    return result
+
+
 def _invalid(exc: ValidationError) -> str:
     """A spec's validation errors as one readable line (where, what)."""
     return "; ".join(
@@ -124,7 +156,9 @@ class RuntimeMachine:
         settings: InfraSettings,
         metrics: InfraMetrics,
         clock: Clock = utcnow,
+        converter: ConverterConfig | None = None,
     ) -> None:
+        self.converter = converter or load_converter_config(settings.converter_config)
         self.kcp = kcp
         self.gardener = gardener
         self.settings = settings
@@ -140,7 +174,8 @@ class RuntimeMachine:
             Step.PATCH_SHOOT: self._apply_shoot,
             Step.WAIT_FOR_SHOOT: self._wait_for_shoot,
             Step.KUBECONFIG: self._kubeconfig,
-            Step.OIDC: self._oidc,
+            Step.KYMA_SYSTEM: self._kyma_system,
+            Step.CONFIGURE_SKR: self._configure_skr,
             Step.ADMINISTRATORS: self._administrators,
             Step.READY: self._ready,
             Step.DELETE_KUBECONFIG: self._delete_kubeconfig,
@@ -177,24 +212,19 @@ class RuntimeMachine:
                 log.debug("transition", step=str(step), next=str(result))
                 step = result
         except GardenerError as exc:
-            # a deletion never ends as Failed: that stops the machine (no requeue) and leaves
-            # the Runtime, our finalizer and perhaps the Shoot behind; it backs off and retries
-            deleting = bool(run.runtime["metadata"].get("deletionTimestamp"))
-            if not exc.retryable and not deleting:
-                await self._report(
-                    run, State.FAILED, ConditionType.PROVISIONED, "GardenerErr", str(exc)
-                )
-                return None
-            return await self._retry(run, step, str(exc))
+            # KIM fails a Runtime only where it decides so (a Shoot refused on update, an
+            # operation failed for good): any other Gardener error is looked at again, and a
+            # deletion never ends as Failed (that would stop the machine with our finalizer left)
+            return await self._retry(run, step, str(exc), Reason.GARDENER_ERR)
         except (ReconcilerError, ValidationError) as exc:
             log.warning("runtime pass failed", step=str(step), error=str(exc))
-            return await self._retry(run, step, f"{step}: {exc}")
+            return await self._retry(run, step, f"{step}: {exc}", Reason.KUBERNETES_ERR)
 
-    async def _retry(self, run: Pass, step: Step, message: str) -> float:
+    async def _retry(self, run: Pass, step: Step, message: str, reason: str) -> float:
         deleting = bool(run.runtime["metadata"].get("deletionTimestamp"))
         state = State.TERMINATING if deleting else State.PENDING
         kind = ConditionType.DEPROVISIONED if deleting else ConditionType.PROVISIONED
-        await self._report(run, state, kind, "RetryableError", message, ok=False)
+        await self._report(run, state, kind, reason, message, ok=False)
         return self.backoff.next((run.namespace, run.name))
 
     async def _report(
@@ -205,20 +235,34 @@ class RuntimeMachine:
         reason: str,
         message: str,
         *,
-        ok: bool = False,
+        ok: bool | None = False,
         completed: bool | None = None,
     ) -> None:
+        """Set one condition (`ok` None: Unknown, a step in progress) and the state."""
         run.conditions = set_condition(
             run.conditions, kind, ok, reason, message, run.generation, self.clock()
         )
         status: Body = {"state": str(state), "conditions": run.conditions}
+        if run.shoot is not None and foreign_shoot(run.shoot, run.name) is None:
+            status.update(shoot_operation(run.shoot))  # never another Runtime's Shoot's
         previous = run.runtime.get("status") or {}
         done = completed if completed is not None else previous.get("provisioningCompleted")
         if done is not None:
             status["provisioningCompleted"] = done
         await self.kubeconfigs.set_status(run.runtime, status)
-        self.metrics.set_state(run.namespace, run.name, str(state))
-        shoot = str(((run.runtime.get("spec") or {}).get("shoot") or {}).get("name") or "")
+        if state is State.FAILED:
+            self.metrics.unexpected_stops.inc()  # KIM counts each stop in Failed
+        shoot_spec = (run.runtime.get("spec") or {}).get("shoot") or {}
+        shoot = str(shoot_spec.get("name") or "")
+        self.metrics.set_state(
+            run.namespace,
+            run.name,
+            str(state),
+            runtime_id=runtime_id(run.runtime),
+            shoot=shoot,
+            provider=str((shoot_spec.get("provider") or {}).get("type") or ""),
+            message=message,
+        )
         log = get_logger(runtime=run.name, namespace=run.namespace, shoot=shoot or None)
         log_state_change(log, "runtime", previous.get("state"), str(state), message)
 
@@ -233,10 +277,15 @@ class RuntimeMachine:
                 # identities, a CRD installed before its patterns) stops here, touching nothing
                 message = f"invalid Runtime: {_invalid(exc)}"
                 kind = ConditionType.PROVISIONED
-                await self._report(run, State.FAILED, kind, "ConfigurationErr", message)
+                await self._report(run, State.FAILED, kind, Reason.CONVERSION_ERR, message)
+                return Stop(State.FAILED, None)
+            mismatch = runtime_id_mismatch(run.runtime)
+            if mismatch is not None:
+                kind = ConditionType.PROVISIONED
+                await self._report(run, State.FAILED, kind, Reason.CONVERSION_ERR, mismatch)
                 return Stop(State.FAILED, None)
             run.shoot = await self.gardener.get_shoot(run.spec.shoot.name)
-            foreign = foreign_shoot(run.shoot, run.name)
+            foreign = foreign_shoot(run.shoot, run.name, runtime_id(run.runtime))
             if foreign is not None:
                 kind = ConditionType.PROVISIONED
                 await self._report(run, State.FAILED, kind, "ShootOwnedByAnotherRuntime", foreign)
@@ -248,37 +297,109 @@ class RuntimeMachine:
             await self.kubeconfigs.set_finalizer(run.runtime, FINALIZER, True)
         return initialise(run.runtime, run.shoot)
 
-    async def _apply_shoot(self, run: Pass) -> Stop:
+    async def _apply_shoot(self, run: Pass) -> Step | Stop:
+        """Convert the Runtime (a refusal fails it for good: nothing is sent until it changes),
+        then apply the structured-authentication ConfigMap and create or patch the Shoot. As
+        KIM: whatever Gardener answers a creation with is retried; a patch refused with a
+        conflict (or a 403, which Gardener answers now and then to authorised requests) is
+        retried, refused otherwise it fails the Runtime. Ours besides: a patch meeting a
+        throttled, failing or unreachable Gardener (429, 5xx) is retried too, as client-go
+        retries those before KIM sees them."""
+        assert run.spec is not None
         creating = run.shoot is None
-        run.shoot = await self.gardener.apply_shoot(shoot_for(run.runtime, self.gardener.namespace))
-        reason = "ShootCreationPending" if creating else "ProcessingShootUpdate"
-        message = "Shoot creation in progress" if creating else "Shoot update in progress"
-        await self._report(run, State.PENDING, ConditionType.PROVISIONED, reason, message)
-        return Stop(State.PENDING, self.settings.poll_interval)
+        before = None if run.shoot is None else run.shoot["metadata"].get("generation")
+        kind = ConditionType.PROVISIONED
+        interval = self.settings.gardener_requeue_interval
+        namespace = self.gardener.namespace
+        try:
+            shoot = shoot_for(run.runtime, namespace, self.converter, run.shoot)
+        except ConversionError as exc:
+            await self._report(run, State.FAILED, kind, Reason(refusal_reason(exc)), str(exc))
+            return Stop(State.FAILED, None)
+        try:
+            await self.gardener.apply_configmap(
+                structured_auth_configmap(run.spec, namespace, self.converter)
+            )
+            run.shoot = await self.gardener.apply_shoot(shoot)
+        except GardenerError as exc:
+            if creating:
+                message = f"Gardener API create error: {exc}"
+                await self._report(run, State.PENDING, kind, Reason.GARDENER_ERR, message)
+                return Stop(State.PENDING, interval)
+            if exc.status in (403, 409):
+                what = "conflict" if exc.status == 409 else "forbidden"
+                message = f"Shoot is pending for update after {what} error: {exc}"
+                await self._report(run, State.PENDING, kind, Reason.PROCESSING, message, ok=None)
+                return Stop(State.PENDING, interval)
+            if exc.retryable:
+                message = f"Shoot is pending for update, Gardener unavailable: {exc}"
+                await self._report(run, State.PENDING, kind, Reason.PROCESSING, message, ok=None)
+                return Stop(State.PENDING, interval)
+            message = f"Gardener API shoot patch error: {exc}"
+            await self._report(run, State.FAILED, kind, Reason.PROCESSING_ERR, message)
+            return Stop(State.FAILED, None)
+        if creating:
+            await self._report(
+                run, State.PENDING, kind, Reason.PENDING, "Shoot is pending", ok=None
+            )
+            return Stop(State.PENDING, interval)
+        if run.shoot["metadata"].get("generation") == before:
+            return Step.WAIT_FOR_SHOOT  # nothing Gardener has to do: go on at once
+        message = "Shoot is pending for update after patch"
+        await self._report(run, State.PENDING, kind, Reason.PROCESSING, message, ok=None)
+        return Stop(State.PENDING, interval)
 
     async def _wait_for_shoot(self, run: Pass) -> Step | Stop:
+        """Gardener's word on the current generation, read and reported as KIM reports it:
+        Unknown while in progress (and while failed with errors KIM retries), Failed only for
+        errors it does not retry."""
         assert run.shoot is not None
         seen = shoot_progress(run.shoot)
         kind = ConditionType.PROVISIONED
-        if seen.progress is Progress.SUCCEEDED:
-            run.conditions = set_condition(
-                run.conditions,
-                kind,
-                True,
-                "ShootCreationCompleted",
-                seen.message,
-                run.generation,
-                self.clock(),
+        interval = (
+            self.settings.create_poll_interval
+            if seen.creating
+            else self.settings.update_poll_interval
+        )
+        codes = f" ({seen.codes})" if seen.codes else ""
+        if seen.progress is Progress.SUCCEEDED or self._settled(run, seen.progress):
+            reason, message = (
+                (Reason.SHOOT_CREATION_COMPLETED, "Shoot creation completed")
+                if seen.creating
+                else (Reason.CONFIGURATION_COMPLETED, "Runtime processing completed successfully")
             )
+            if seen.progress is Progress.SUCCEEDED:
+                run.conditions = set_condition(
+                    run.conditions, kind, True, reason, message, run.generation, self.clock()
+                )
             return Step.KUBECONFIG
         if seen.progress is Progress.FAILED:
-            await self._report(run, State.FAILED, kind, "GardenerErr", seen.message)
+            if seen.creating:
+                message = f"Shoot creation failed{codes}"
+                await self._report(run, State.FAILED, kind, Reason.CREATION_ERR, message)
+            else:
+                message = seen.codes or "Shoot reconcile failed"
+                await self._report(run, State.FAILED, kind, Reason.PROCESSING_ERR, message)
             return Stop(State.FAILED, None)
-        if seen.progress is Progress.RETRYABLE:
-            await self._report(run, State.PENDING, kind, "GardenerErr", seen.message)
-            return Stop(State.PENDING, self.backoff.next((run.namespace, run.name)))
-        await self._report(run, State.PENDING, kind, "ShootCreationPending", seen.message)
-        return Stop(State.PENDING, self.settings.poll_interval)
+        if seen.progress is Progress.RETRYING:
+            what = "provisioning" if seen.creating else "reconcile"
+            message = f"Retryable gardener errors during cluster {what}{codes}"
+            await self._report(run, State.PENDING, kind, Reason.PENDING, message, ok=None)
+            return Stop(State.PENDING, interval)
+        reason, message = (
+            (Reason.PENDING, "Shoot creation in progress")
+            if seen.creating
+            else (Reason.PROCESSING, "Shoot update is in progress")
+        )
+        await self._report(run, State.PENDING, kind, reason, f"{message}{codes}", ok=None)
+        return Stop(State.PENDING, interval)
+
+    @staticmethod
+    def _settled(run: Pass, progress: Progress) -> bool:
+        """A Ready Runtime whose Shoot Gardener later failed to reconcile by itself (its
+        maintenance, say) and no longer works on: KIM leaves such a Runtime as it is."""
+        state = (run.runtime.get("status") or {}).get("state")
+        return state == State.READY and progress in (Progress.FAILED, Progress.RETRYING)
 
     async def _kubeconfig(self, run: Pass) -> Step:
         assert run.spec is not None
@@ -287,12 +408,29 @@ class RuntimeMachine:
         due = rotation_due(secret, now, self.settings.rotation_ratio, run.runtime, cluster)
         unreadable = not ((secret or {}).get("data") or {}).get("config")
         if unreadable or (due is not None and due <= now):
+            assert run.shoot is not None
             seconds = int(self.settings.kubeconfig_validity)
             kubeconfig, expires = await self.gardener.admin_kubeconfig(run.spec.shoot.name, seconds)
-            await self.kubeconfigs.write(run.runtime, run.spec.shoot.name, kubeconfig, now, expires)
+            await self.kubeconfigs.write(
+                run.runtime, run.shoot, kubeconfig, now, expires, rotated=secret is not None
+            )
             run.rotated = True
-            run.rotate_at = now + (expires - now) * self.settings.rotation_ratio
-            self.metrics.set_expiry(run.namespace, run.name, expires)
+            share = self.settings.rotation_ratio * ROTATION_MARGIN
+            run.rotate_at = now + (expires - now) * share
+            identity = runtime_id(run.runtime)
+            self.metrics.set_expiry(
+                run.namespace,
+                run.name,
+                expires,
+                runtime_id=identity,
+                shoot=run.spec.shoot.name,
+                rotation=seconds * self.settings.rotation_ratio,
+                validity=float(seconds),
+            )
+            reason = "KubeconfigSecretRotated" if secret is not None else "KubeconfigSecretCreated"
+            self.metrics.set_cluster_state(
+                run.namespace, run.name, identity, run.spec.shoot.name, "Ready", reason
+            )
         else:
             assert secret is not None
             run.rotate_at = due
@@ -302,12 +440,12 @@ class RuntimeMachine:
             run.conditions,
             ConditionType.KUBECONFIG_READY,
             True,
-            "GardenerClusterReady",
-            "kubeconfig Secret written",
+            Reason.GARDENER_CR_READY,
+            "Gardener Cluster CR is ready.",
             run.generation,
             now,
         )
-        return Step.OIDC
+        return Step.KYMA_SYSTEM
 
     def _configured(self, run: Pass, kind: ConditionType) -> bool:
         """Done for this generation already, with the same kubeconfig: nothing to redo."""
@@ -327,17 +465,40 @@ class RuntimeMachine:
             run.shoot_client = KubeClient.from_kubeconfig(run.kubeconfig, text=True, pool=2)
         return run.shoot_client
 
-    async def _oidc(self, run: Pass) -> Step:
-        assert run.spec is not None
-        assert run.kubeconfig is not None
-        if not self._configured(run, ConditionType.OIDC_CONFIGURED):
-            count = await configure_oidc(self._shoot(run), run.spec)
+    async def _kyma_system(self, run: Pass) -> Step:
+        if not self._configured(run, ConditionType.KYMA_SYSTEM_CREATED):
+            await ensure_kyma_system(self._shoot(run))
             run.conditions = set_condition(
                 run.conditions,
-                ConditionType.OIDC_CONFIGURED,
+                ConditionType.KYMA_SYSTEM_CREATED,
                 True,
-                "OidcConfigured",
-                f"{count} OIDC provider(s) configured",
+                Reason.KYMA_SYSTEM_NS_READY,
+                "Creation of kyma-system Namespace",
+                run.generation,
+                self.clock(),
+            )
+        return Step.CONFIGURE_SKR
+
+    async def _configure_skr(self, run: Pass) -> Step:
+        """The `kyma-provisioning-info` ConfigMap, then the OpenIDConnect resources where the
+        shoot's OIDC extension runs."""
+        assert run.spec is not None
+        assert run.shoot is not None
+        if not self._configured(run, ConditionType.OIDC_AND_CONFIGMAPS):
+            client = self._shoot(run)
+            await apply_provisioning_info(client, run.runtime, run.shoot)
+            if oidc_enabled(run.shoot):
+                shared = self.converter.cluster.default_shared_ias_tenant
+                await configure_oidc(client, run.spec, shared)
+                message = "OIDC and kyma-provisioning-info configuration completed"
+            else:
+                message = "OIDC extension disabled"
+            run.conditions = set_condition(
+                run.conditions,
+                ConditionType.OIDC_AND_CONFIGMAPS,
+                True,
+                Reason.OIDC_AND_CMS_CONFIGURED,
+                message,
                 run.generation,
                 self.clock(),
             )
@@ -348,24 +509,16 @@ class RuntimeMachine:
         assert run.kubeconfig is not None
         if not self._configured(run, ConditionType.CONFIGURED):
             await configure_administrators(self._shoot(run), run.spec.security.administrators)
-            run.conditions = set_condition(
-                run.conditions,
-                ConditionType.CONFIGURED,
-                True,
-                "AdministratorsConfigured",
-                f"{len(run.spec.security.administrators)} administrator(s) bound",
-                run.generation,
-                self.clock(),
-            )
         return Step.READY
 
     async def _ready(self, run: Pass) -> Stop:
+        """As KIM ends: Ready with `Configured` (the administrators) set last."""
         await self._report(
             run,
             State.READY,
-            ConditionType.PROVISIONED,
-            "ShootCreationCompleted",
-            "Runtime is ready",
+            ConditionType.CONFIGURED,
+            Reason.ADMINISTRATORS_CONFIGURED,
+            "Cluster admin configuration completed",
             ok=True,
             completed=True,
         )
@@ -386,15 +539,18 @@ class RuntimeMachine:
         except GardenerError:
             return Step.REMOVE_FINALIZER  # no Shoot can have such a name: none of ours exists
         shoot = await self.gardener.get_shoot(name)
-        if shoot is None or foreign_shoot(shoot, run.name) is not None:
+        if shoot is None:
+            # the Shoot is gone: so goes the structured authentication it named, as with KIM
+            await self.gardener.delete_configmap(STRUCTURED_AUTH.format(name))
+            return Step.REMOVE_FINALIZER
+        if foreign_shoot(shoot, run.name, runtime_id(run.runtime)) is not None:
             return Step.REMOVE_FINALIZER  # another Runtime's Shoot is never ours to delete
         if not shoot["metadata"].get("deletionTimestamp"):
             await self.gardener.delete_shoot(name)
-            message = f"Shoot {name} deletion requested"
-        else:
-            message = f"waiting for Gardener to delete Shoot {name}"
-        await self._report(run, State.TERMINATING, ConditionType.DEPROVISIONED, "Deletion", message)
-        return Stop(State.TERMINATING, self.settings.poll_interval)
+        message = f"Runtime shoot deletion started (Shoot {name})"
+        kind, reason = ConditionType.DEPROVISIONED, Reason.GARDENER_SHOOT_DELETED
+        await self._report(run, State.TERMINATING, kind, reason, message, ok=None)
+        return Stop(State.TERMINATING, self.settings.delete_poll_interval)
 
     async def _remove_finalizer(self, run: Pass) -> Stop:
         if FINALIZER in (run.runtime["metadata"].get("finalizers") or []):
@@ -404,7 +560,7 @@ class RuntimeMachine:
                 run,
                 State.TERMINATING,
                 ConditionType.DEPROVISIONED,
-                "Deletion",
+                Reason.GARDENER_SHOOT_DELETED,
                 "Shoot deleted",
                 ok=True,
             )

@@ -90,7 +90,8 @@ class InfraManager:
 
     def _cluster_event(self, kind: str, body: dict[str, Any]) -> None:
         meta = body["metadata"]
-        if kind != "DELETED" and (meta.get("annotations") or {}).get(FORCE_ROTATION) == "true":
+        if kind != "DELETED" and FORCE_ROTATION in (meta.get("annotations") or {}):
+            # named after the runtime id, which is the Runtime's name (the machine refuses others)
             self.queue.add((str(meta["namespace"]), str(meta["name"])))
 
     def _path(self, plural: str, namespace: str | None) -> str:

@@ -1,7 +1,11 @@
 """How the infrastructure manager talks to Gardener and how often it looks again: KIM's defaults
-(25 workers, Gardener limited to 5 requests/s, kubeconfigs valid 24 h, rotated at 60 %)."""
+(25 workers, Gardener limited to 5 requests/s, kubeconfigs valid 24 h, rotated after 95 % of
+60 % of that, Shoots looked at every 60 s while created, 30 s while reconciled, 90 s while
+deleted)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,8 +27,15 @@ class InfraSettings(BaseSettings):
     """Seconds an admin kubeconfig is requested for (Gardener allows 600 s to 24 h)."""
     rotation_ratio: float = Field(default=0.6, gt=0, lt=1)
     """Share of its validity after which a kubeconfig is replaced."""
-    poll_interval: float = Field(default=5.0, gt=0)
-    """Seconds between looks at a Shoot Gardener is working on."""
+    create_poll_interval: float = Field(default=60.0, gt=0)
+    """Seconds between looks at a Shoot Gardener is creating (KIM: 60 s)."""
+    update_poll_interval: float = Field(default=30.0, gt=0)
+    """Seconds between looks at a Shoot Gardener is reconciling after an update (KIM: 30 s)."""
+    delete_poll_interval: float = Field(default=90.0, gt=0)
+    """Seconds between looks at a Shoot Gardener is deleting (KIM: 90 s)."""
+    gardener_requeue_interval: float = Field(default=15.0, gt=0)
+    """Seconds until the first look at a Shoot just written, and until a Shoot Gardener refused
+    to create (or to patch, with a conflict) is sent again (KIM: 15 s)."""
     ready_interval: float = Field(default=1800.0, gt=0)
     """Seconds until a Ready Runtime is looked at again (sooner when its kubeconfig is due). Each
     look is one Gardener request: 5,000 Runtimes every 30 min are 2.8 of the 5 requests/s."""
@@ -32,3 +43,7 @@ class InfraSettings(BaseSettings):
     """First retry after a retryable error; doubled per failure up to `error_max_interval`."""
     error_max_interval: float = Field(default=60.0, gt=0)
     stop_timeout: float = Field(default=15.0, gt=0)
+    converter_config: Path | None = None
+    """The converter configuration (KIM's `converter_config.json`, JSON or YAML; a mounted
+    ConfigMap key): defaults, DNS, audit-log tenants, maintenance windows. Unset: built-in
+    development defaults (`infra/converter/config.py`)."""

@@ -9,10 +9,11 @@ object preserves unknown fields) and handed to the Shoot unchanged.
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 
 from reconciler.model.resource import Condition, ResourceModel
 
@@ -71,7 +72,8 @@ class State(enum.StrEnum):
 class ConditionType(enum.StrEnum):
     PROVISIONED = "Provisioned"
     KUBECONFIG_READY = "KubeconfigReady"
-    OIDC_CONFIGURED = "OidcConfigured"
+    KYMA_SYSTEM_CREATED = "KymaSystemNSCreated"
+    OIDC_AND_CONFIGMAPS = "OidcAndConfigMapConfigured"
     CONFIGURED = "Configured"
     DEPROVISIONED = "Deprovisioned"
 
@@ -130,9 +132,14 @@ class AdditionalOidcConfig(OidcConfig):
     jwks: str | None = None
 
 
+class Acl(ResourceModel):
+    allowed_cidrs: list[str] | None = Field(default=None, alias="allowedCIDRs")
+
+
 class KubeAPIServer(ResourceModel):
     oidc_config: OidcConfig | None = None
     additional_oidc_config: list[AdditionalOidcConfig] | None = None
+    acl: Acl | None = None
 
 
 class Kubernetes(ResourceModel):
@@ -176,7 +183,7 @@ class Worker(ResourceModel):
 
 
 class Provider(ResourceModel):
-    type: Literal["aws", "azure", "gcp", "openstack"]
+    type: Literal["aws", "azure", "gcp", "openstack", "alicloud", "gdch"]
     workers: list[Worker]
     additional_workers: list[Worker] | None = None
     control_plane_config: dict[str, Any] | None = Field(default=None, json_schema_extra=_PRESERVE)
@@ -188,6 +195,8 @@ class Networking(ResourceModel):
     nodes: str
     services: str
     type: str | None = None
+    dual_stack: bool | None = None
+    vpc_network: str | None = None
 
 
 class FailureTolerance(ResourceModel):
@@ -210,26 +219,88 @@ class Shoot(ResourceModel):
     secret_binding_name: str
     enforce_seed_location: bool | None = None
     licence_type: str | None = None
+    enable_nvidia_openshell: bool | None = None
     kubernetes: Kubernetes | None = None
     provider: Provider
     networking: Networking
     control_plane: ControlPlane | None = None
 
 
+class GarbageCollection(ResourceModel):
+    ttl: str | None = None
+
+
+class CacheHttp(ResourceModel):
+    tls: bool | None = None
+
+
+class CacheProxy(ResourceModel):
+    http_proxy: str | None = None
+    https_proxy: str | None = None
+
+
+class CacheVolume(ResourceModel):
+    size: int | str | None = Field(default=None, json_schema_extra=_INT_OR_STRING)
+    storage_class_name: str | None = None
+
+
+class RegistryCacheConfig(ResourceModel):
+    upstream: str
+    remote_url: str | None = Field(default=None, alias="remoteURL")
+    secret_reference_name: str | None = None
+    garbage_collection: GarbageCollection | None = None
+    http: CacheHttp | None = None
+    proxy: CacheProxy | None = None
+    volume: CacheVolume | None = None
+
+
 class ImageRegistryCache(ResourceModel):
-    enabled: bool
+    """One registry cache of the Runtime (KIM's `imageRegistryCache[]`, the broker's API since
+    2025; the form before, `{enabled: bool}`, named no cache and reads as none)."""
+
+    name: str
+    namespace: str
+    uid: str
+    config: RegistryCacheConfig
+
+
+def _registry_caches(value: Any) -> Any:
+    return [] if isinstance(value, dict) else value
 
 
 class RuntimeSpec(ResourceModel):
     shoot: Shoot
     security: Security
-    image_registry_cache: ImageRegistryCache | None = None
+    image_registry_cache: Annotated[
+        list[ImageRegistryCache] | None, BeforeValidator(_registry_caches)
+    ] = None
+    audit_log_access_enabled: bool | None = None
+
+
+class LastOperation(ResourceModel):
+    """Gardener's `status.lastOperation` of the Shoot, as the Runtime reports it."""
+
+    description: str
+    last_update_time: dt.datetime
+    progress: int
+    state: str
+    type: str
+
+
+class LastError(ResourceModel):
+    description: str
+    codes: list[str] | None = None
+    last_update_time: dt.datetime | None = None
+    task_id: str | None = Field(default=None, alias="taskID")
 
 
 class RuntimeStatus(ResourceModel):
     state: State
     conditions: list[Condition] | None = None
     provisioning_completed: bool | None = None
+    shoot_last_operation: LastOperation | None = None
+    shoot_last_errors: list[LastError] | None = None
+    audit_log_cr: str | None = Field(default=None, alias="auditLogCR")
 
 
 # --- GardenerCluster ---------------------------------------------------------------------------
