@@ -273,7 +273,14 @@ async def _removed(walk: Walk) -> None:
     await world.until(gone, "the Manifest removed with the module", timeout=90)
     kyma = await world.kyma_state(KYMA, "Ready")
     assert kyma["status"]["modules"] == []
-    assert all(live is None for live in await walk.synced(installed))
+    assert all(_deleted(live) for live in await walk.synced(installed))
+
+
+def _deleted(live: dict[str, Any] | None) -> bool:
+    """Gone, or being deleted: a Namespace the module's install created (its `kyma-system`,
+    when the Manifest's install wins the race with the remote sync) stays `Terminating` on a
+    remote test-bed cluster, which runs no namespace controller."""
+    return live is None or bool(live["metadata"].get("deletionTimestamp"))
 
 
 async def _deprovisioned(walk: Walk) -> None:
@@ -293,4 +300,4 @@ async def _deprovisioned(walk: Walk) -> None:
 
     await world.until(gone, "the Kyma deprovisioned", timeout=90)
     assert await walk.default_cr() is None
-    assert all(live is None for live in await walk.synced(installed))
+    assert all(_deleted(live) for live in await walk.synced(installed))
