@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue
@@ -112,6 +113,29 @@ class LabelSelectorRequirement(ResourceModel):
 class LabelSelector(ResourceModel):
     match_labels: dict[str, str] | None = None
     match_expressions: list[LabelSelectorRequirement] | None = None
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes' label selector semantics: every term must hold (an empty selector
+        matches everything); an unknown operator selects nothing."""
+        for key, value in (self.match_labels or {}).items():
+            if labels.get(key) != value:
+                return False
+        for term in self.match_expressions or []:
+            present, values = term.key in labels, term.values or []
+            match term.operator:
+                case "In":
+                    held = present and labels[term.key] in values
+                case "NotIn":
+                    held = not present or labels[term.key] not in values
+                case "Exists":
+                    held = present
+                case "DoesNotExist":
+                    held = not present
+                case _:
+                    held = False
+            if not held:
+                return False
+        return True
 
 
 # --- Kyma -------------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def test_selector_expressions(
     expressions: list[dict[str, object]], labels: dict[str, str], selected: bool
 ) -> None:
     selector = LabelSelector.model_validate({"matchExpressions": expressions})
-    assert plan.selects(selector, labels) is selected
+    assert selector.selects(labels) is selected
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,6 @@ from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     GROUP,
     MODULE_NAME,
-    LabelSelector,
     Manager,
     Module,
     ModuleReleaseMetaSpec,
@@ -113,35 +112,10 @@ def _check_audience(
                 f"module {module} is {flag}: offered only to Kymas labelled {label}=true"
             )
     selector = release.kyma_selector if release is not None else None
-    if selector is not None and not selects(selector, kyma_labels or {}):
+    if selector is not None and not selector.selects(kyma_labels or {}):
         raise CatalogError(
             f"module {module} is restricted: offered only to Kymas its kymaSelector selects"
         )
-
-
-def selects(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
-    """Kubernetes label selector semantics (`matchLabels` and `matchExpressions`, all must hold;
-    an unknown operator selects nothing)."""
-    for key, value in (selector.match_labels or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expression in selector.match_expressions or []:
-        values = expression.values or []
-        present = expression.key in labels
-        match expression.operator:
-            case "In":
-                held = present and labels[expression.key] in values
-            case "NotIn":
-                held = not present or labels[expression.key] not in values
-            case "Exists":
-                held = present
-            case "DoesNotExist":
-                held = not present
-            case _:
-                held = False
-        if not held:
-            return False
-    return True
 
 
 def version_key(version: str) -> tuple[tuple[int, int | str], ...]:

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reconciler.model.lifecycle import LabelSelector
 from reconciler.model.rollout import (
     BlockedKyma,
     ModuleRolloutSpec,
@@ -51,29 +50,6 @@ def bucket(salt: str, namespace: str, kyma: str) -> float:
     return int.from_bytes(digest[:8], "big") % 10_000 / 100
 
 
-def selects(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
-    """Kubernetes' label selector semantics (all terms must hold; an empty selector matches)."""
-    for key, value in (selector.match_labels or {}).items():
-        if labels.get(key) != value:
-            return False
-    for term in selector.match_expressions or []:
-        present, values = term.key in labels, term.values or []
-        match term.operator:
-            case "In":
-                ok = present and labels[term.key] in values
-            case "NotIn":
-                ok = not present or labels[term.key] not in values
-            case "Exists":
-                ok = present
-            case "DoesNotExist":
-                ok = not present
-            case _:
-                ok = False  # an unknown operator selects nothing
-        if not ok:
-            return False
-    return True
-
-
 def wave_of(
     spec: ModuleRolloutSpec, salt: str, namespace: str, kyma: str, labels: Mapping[str, str]
 ) -> int:
@@ -81,7 +57,7 @@ def wave_of(
     nor percent matches everyone left), else the last."""
     place: float | None = None
     for index, wave in enumerate(spec.waves):
-        if wave.selector is not None and not selects(wave.selector, labels):
+        if wave.selector is not None and not wave.selector.selects(labels):
             continue
         if wave.percent is not None:
             if place is None:
