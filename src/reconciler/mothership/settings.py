@@ -190,8 +190,8 @@ def read_mapping(path: Path) -> dict[str, Any]:
 
 
 REMOTE_CALLBACK_TOKEN = (
-    "the callback token component reconcilers send (RECONCILER_API_CALLBACK_TOKEN, the API"
-    " setting callback_token; the same value as the component reconcilers'"
+    "the callback token component reconcilers send (RECONCILER_API_CALLBACK_TOKEN, config key"
+    " api.callback_token; the same value as the component reconcilers'"
     " RECONCILER_COMPONENT_CALLBACK_TOKEN, which defaults to their RECONCILER_COMPONENT_TOKEN)"
 )
 
