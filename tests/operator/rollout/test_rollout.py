@@ -223,8 +223,9 @@ async def test_a_release_rolls_through_waves_halts_resumes_and_rolls_back(
             assert [w["ready"] for w in release["waves"]] == [1, 1, 2]
             assert release["previous"] == "1.0.0"
 
-            # the operator replaced mid-wave: the next one goes on with the same wave
-            await bed.policy(early_soak=6)
+            # the operator replaced mid-wave: the next one goes on with the same wave (the soak
+            # is long enough for a replacement on a loaded machine: 6 s was not, under CI load)
+            await bed.policy(early_soak=20)
             await bed.release("1.2.0")
 
             async def in_early_wave() -> dict[str, Any] | None:
