@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconciler.core.runner import ComponentReconciler
-from reconciler.kube.apply import prepare_all
+from reconciler.core.runner import ComponentReconciler, prepare_for
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.diff import diff_object
 from reconciler.model.plan import Plan
@@ -26,14 +25,7 @@ async def diff_component_set(
     for name in plan.names():
         task = tasks[name]
         rendered = await reconciler.charts.render(task, capabilities)
-        objects, _ = await prepare_all(
-            cluster,
-            rendered,
-            namespace=task.namespace,
-            version=task.version,
-            component=name,
-            stamp=task.stamp,
-        )
+        objects, _ = await prepare_for(cluster, task, rendered)
         for obj in objects:
             text = await diff_object(cluster, obj)
             if text:

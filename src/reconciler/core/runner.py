@@ -272,15 +272,23 @@ class ComponentReconciler:
         await self._hook("post_delete", run)
 
 
-async def _prepared(run: _Run, objects: list[KubeObject]) -> list[KubeObject]:
-    prepared, _ = await prepare_all(
-        run.cluster,
+async def prepare_for(
+    cluster: Cluster, task: Task, objects: list[KubeObject], *, namespace: str | None = None
+) -> tuple[list[KubeObject], list[str]]:
+    """`prepare_all` with everything a task puts on its objects (namespace, version, component,
+    the driver's stamp): one place, so that no path of the core applies an object unmarked."""
+    return await prepare_all(
+        cluster,
         objects,
-        namespace=run.task.namespace,
-        version=run.task.version,
-        component=run.task.component,
-        stamp=run.task.stamp,
+        namespace=task.namespace if namespace is None else namespace,
+        version=task.version,
+        component=task.component,
+        stamp=task.stamp,
     )
+
+
+async def _prepared(run: _Run, objects: list[KubeObject]) -> list[KubeObject]:
+    prepared, _ = await prepare_for(run.cluster, run.task, objects)
     return prepared
 
 
@@ -309,14 +317,7 @@ class _FullApply:
 
     async def apply(self, rendered: list[KubeObject]) -> None:
         task, outcome = self.task, self.outcome
-        objects, outcome.warnings = await prepare_all(
-            self.cluster,
-            rendered,
-            namespace=task.namespace,
-            version=task.version,
-            component=task.component,
-            stamp=task.stamp,
-        )
+        objects, outcome.warnings = await prepare_for(self.cluster, task, rendered)
         owned_namespace, created = await self._ensure_namespace()
         intent = {
             obj.key: records.Entry(obj.api_version, obj.kind, obj.namespace, obj.name)
@@ -339,13 +340,8 @@ class _FullApply:
         """The component's namespace as an object to own when we create it or created it
         before (else None), and the live namespace when it was created just now."""
         task, cluster = self.task, self.cluster
-        (namespace,), _ = await prepare_all(
-            cluster,
-            [_namespace_object(task.namespace)],
-            namespace="",
-            version=task.version,
-            component=task.component,
-            stamp=task.stamp,  # ours like every other object of the component, marks included
+        (namespace,), _ = await prepare_for(
+            cluster, task, [_namespace_object(task.namespace)], namespace=""
         )
         if await cluster.get(namespace) is None:
             # first: the inventory record lives in it. Created, not applied: components of one
