@@ -10,8 +10,10 @@ import pytest
 from reconciler.model.lifecycle import LabelSelector, Module
 from reconciler.model.rollout import ModuleRolloutSpec, Phase, RolloutGate
 from reconciler.operator.catalog.resolve import resolve
+from reconciler.operator.controllers.remote_catalog import offered_catalog
 from reconciler.operator.rollout import plan
 from reconciler.operator.rollout.index import RolloutIndex
+from tests.operator.modules import kyma as modules_kyma
 from tests.operator.modules import release_meta, template
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -266,3 +268,31 @@ def test_a_wave_moving_requeues_only_the_kymas_up_to_it() -> None:
     release.phase, release.wave = Phase.PROGRESSING, 1
     policy["status"] = {"releases": [release.dump()]}
     assert index.observe(policy) == {"k1", "k2", "k3"}
+
+
+def test_a_held_kymas_cluster_is_offered_the_version_it_runs_not_the_channels_newest() -> None:
+    """The remote catalog copy follows the rollout: a Kyma its wave holds on 1.0.0 sees 1.0.0 on
+    its channel (and only that template); admitted, it sees 1.1.0."""
+    index = RolloutIndex()
+    metas = [release_meta(NS, "alpha", {"regular": "1.1.0"})]
+    templates = [template(NS, "alpha", v, "/c") for v in ("1.0.0", "1.1.0")]  # type: ignore[arg-type]
+    kyma = modules_kyma(NS, "k1", "regular", ["alpha"])
+    release = plan.start(plan.adopt("alpha", "regular", "1.0.0", T0), "1.1.0", T0).release
+    policy = _policy("alpha", "alpha", [release.dump()])
+    policy["spec"] = {
+        "module": "alpha",
+        "waves": [{"name": "nobody", "percent": 0}, {"name": "all"}],
+    }  # type: ignore[index]
+    index.observe(policy)
+    held = index.for_kyma(NS, "k1", {}, {"alpha": "1.0.0"})
+    released, copied = offered_catalog(kyma, metas, templates, held)
+    assert released["alpha"]["spec"]["channels"] == [{"channel": "regular", "version": "1.0.0"}]
+    assert set(copied) == {"alpha-1.0.0"}
+    assert metas[0]["spec"]["channels"] == [{"channel": "regular", "version": "1.1.0"}]  # untouched
+    release.wave = 1
+    policy["status"] = {"releases": [release.dump()]}
+    index.observe(policy)
+    admitted = index.for_kyma(NS, "k1", {}, {"alpha": "1.0.0"})
+    released, copied = offered_catalog(kyma, metas, templates, admitted)
+    assert released["alpha"]["spec"]["channels"] == [{"channel": "regular", "version": "1.1.0"}]
+    assert set(copied) == {"alpha-1.1.0"}

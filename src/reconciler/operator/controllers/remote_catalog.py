@@ -8,6 +8,10 @@ Beta and internal modules are offered only when the Kyma carries the matching la
 restricted module (`kymaSelector`) only to the Kymas it selects, and mandatory modules never
 (no user picks them: every Kyma has them). Copies are labelled `managed-by: kyma-operator`;
 copies no longer offered are deleted. Only differences are written.
+
+Under a rollout policy (`operator/rollout/`) a channel's copy names the version this Kyma gets
+now (`choose`), and the template copied is that version's: a Kyma its wave still holds sees the
+version it runs, not the one the channel is rolling out.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from reconciler.model.lifecycle import (
     MODULE_NAME,
     Module,
 )
-from reconciler.operator.catalog.resolve import CatalogError, resolve
+from reconciler.operator.catalog.resolve import CatalogError, Choose, resolve
 from reconciler.operator.clusters.control import ControlPlane
 
 REMOTE_NAMESPACE = "kyma-system"
@@ -30,16 +34,18 @@ OURS = f"{MANAGED_BY}={MANAGER}"
 CATALOG_KINDS = ("ModuleReleaseMeta", "ModuleTemplate")
 
 
-def offered(kyma: Body, metas: list[Body], templates: list[Body]) -> dict[str, Body]:
+def offered(
+    kyma: Body, metas: list[Body], templates: list[Body], choose: Choose | None = None
+) -> dict[str, Body]:
     """Template name -> the control plane's ModuleTemplate the Kyma's cluster may use."""
-    return offered_catalog(kyma, metas, templates)[1]
+    return offered_catalog(kyma, metas, templates, choose)[1]
 
 
 def offered_catalog(
-    kyma: Body, metas: list[Body], templates: list[Body]
+    kyma: Body, metas: list[Body], templates: list[Body], choose: Choose | None = None
 ) -> tuple[dict[str, Body], dict[str, Body]]:
     """What the Kyma's cluster is offered: ModuleReleaseMetas (by name, with only the channels
-    it may use) and ModuleTemplates (by name)."""
+    it may use, each at the version `choose` gives this Kyma) and ModuleTemplates (by name)."""
     labels = kyma["metadata"].get("labels") or {}
     by_name = {t["metadata"]["name"]: t for t in templates}
 
@@ -47,9 +53,12 @@ def offered_catalog(
         """The template the Kyma's module gets on a channel; None: not offered there."""
         try:
             module_entry = Module(name=module, channel=channel)
-            return resolve(module_entry, channel, metas, templates, kyma_labels=labels).template
+            found = resolve(
+                module_entry, channel, metas, templates, kyma_labels=labels, choose=choose
+            )
         except CatalogError:
             return None  # not on this channel, or not for this Kyma
+        return found.template
 
     released: dict[str, Body] = {}
     wanted: dict[str, Body] = {}
@@ -60,9 +69,11 @@ def offered_catalog(
             continue
         channels = []
         for entry in spec.get("channels") or []:
-            name = template_on(module, str((entry or {}).get("channel") or ""))
+            entry = dict(entry or {})
+            name = template_on(module, str(entry.get("channel") or ""))
             if name is not None:
-                channels.append(entry)
+                version = (by_name[name].get("spec") or {}).get("version")
+                channels.append({**entry, "version": version or entry.get("version")})
                 wanted[name] = by_name[name]
         if channels:
             released[meta["metadata"]["name"]] = {**meta, "spec": {**spec, "channels": channels}}
@@ -95,12 +106,14 @@ def _copy(kind: str, source: Body) -> Body:
     }
 
 
-async def sync_catalog(control: ControlPlane, remote: ControlPlane, kyma: Body) -> int:
+async def sync_catalog(
+    control: ControlPlane, remote: ControlPlane, kyma: Body, choose: Choose | None = None
+) -> int:
     """Bring the remote copies in line; return how many objects were written or deleted."""
     namespace = kyma["metadata"]["namespace"]
     metas = await control.list("ModuleReleaseMeta", namespace)
     templates = await control.list("ModuleTemplate", namespace)
-    released, offered_templates = offered_catalog(kyma, metas, templates)
+    released, offered_templates = offered_catalog(kyma, metas, templates, choose)
     changes = 0
     for kind, sources in zip(CATALOG_KINDS, (released, offered_templates), strict=True):
         wanted = {name: _copy(kind, body) for name, body in sources.items()}

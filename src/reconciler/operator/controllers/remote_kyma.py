@@ -23,12 +23,14 @@ from reconciler.kube.wait import wait_ready
 from reconciler.model.kube_object import Body
 from reconciler.model.lifecycle import (
     API_VERSION,
+    CHANNEL,
     FIELD_MANAGER,
     GROUP,
     KYMA_FINALIZER,
     KYMA_NAME,
     MANAGED_BY,
     MANAGER,
+    MODULE_NAME,
     SKIP_RECONCILIATION,
     SYNC,
     KymaKind,
@@ -36,6 +38,7 @@ from reconciler.model.lifecycle import (
     ModuleTemplateKind,
 )
 from reconciler.observability.logging import get_logger
+from reconciler.operator.catalog.resolve import Choose
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.crds import crd
 from reconciler.operator.clusters.drift import Kind
@@ -58,6 +61,7 @@ from reconciler.operator.controllers.remote_merge import (
     valid_entries,
 )
 from reconciler.operator.controllers.status import last_operation
+from reconciler.operator.rollout.index import RolloutIndex
 from reconciler.operator.settings import OperatorSettings
 from reconciler.operator.settled import Covered
 from reconciler.util.backoff import Backoff
@@ -96,9 +100,11 @@ class RemoteSync:
         settings: OperatorSettings,
         watch: RemoteWatch,
         fleet: FleetIndex | None = None,
+        rollouts: RolloutIndex | None = None,
     ) -> None:
         self.control = control
         self.fleet = fleet
+        self.rollouts = rollouts
         self.configs = ModuleConfigs(control)
         self.targets = targets
         self.settings = settings
@@ -151,15 +157,14 @@ class RemoteSync:
             self._prepared[key] = cluster
         # module configuration first: module managers wait for it, nobody waits for the rest
         module_namespace = self.settings.module_namespace.replace("{kyma}", meta["name"])
-        kinds: set[Kind] = await self.configs.sync(
-            cluster, kyma, await self._manifests(kyma), module_namespace
-        )
+        manifests = await self._manifests(kyma)
+        kinds: set[Kind] = await self.configs.sync(cluster, kyma, manifests, module_namespace)
         remote = ControlPlane(cluster)
         mirror = await self._remote_kyma(remote, kyma)
         left_out = await self._replace_spec(remote, kyma, mirror)
         await self._mirror(remote, kyma, mirror, left_out)
         try:
-            await sync_catalog(self.control, remote, kyma)
+            await sync_catalog(self.control, remote, kyma, self._choose(kyma, manifests))
         except ReconcilerError:
             self.catalog_synced[key] = False
             raise
@@ -167,6 +172,32 @@ class RemoteSync:
         kinds.add((API_VERSION, "Kyma"))
         self.watch.track(cluster, ("RemoteKyma", *key), kinds)
         self._watched[key] = (cluster, kinds)
+
+    def _choose(self, kyma: Body, manifests: list[Body]) -> Choose | None:
+        """The versions a rollout policy gives this Kyma now, for its cluster's catalog copy:
+        on the channel a module runs on, the installed version until its wave is admitted; on
+        any other channel, what a Kyma switching to it would get."""
+        if self.rollouts is None:
+            return None
+        meta = kyma["metadata"]
+        installed: dict[str, str] = {}
+        runs_on: dict[str, str] = {}
+        for manifest in manifests:
+            labels = manifest["metadata"].get("labels") or {}
+            module = str(labels.get(MODULE_NAME) or "")
+            if module:
+                installed[module] = str((manifest.get("spec") or {}).get("version") or "")
+                runs_on[module] = str(labels.get(CHANNEL) or "")
+        args = (meta["namespace"], meta["name"], meta.get("labels") or {})
+        current = self.rollouts.for_kyma(*args, installed)
+        elsewhere = self.rollouts.for_kyma(*args, {})
+
+        def choose(module: str, channel: str, offered: str) -> str:
+            if runs_on.get(module) in (channel, ""):
+                return current(module, channel, offered)
+            return elsewhere(module, channel, offered)
+
+        return choose
 
     def covered(self, namespace: str, name: str) -> Covered:
         """Whether every remote change since a moment would have been reported by the remote

@@ -143,7 +143,12 @@ class Operator:
         )
         self.remote_watch = RemoteWatch(self.queue.add)
         self.remote = RemoteSync(
-            self.control, self.targets, self.settings, self.remote_watch, self.fleet
+            self.control,
+            self.targets,
+            self.settings,
+            self.remote_watch,
+            self.fleet,
+            self.rollout_index,
         )
         self.kymas.catalog = lambda namespace, name: self.remote.catalog_synced.get(
             (namespace, name)
@@ -339,6 +344,7 @@ class Operator:
             self._all_kymas(key[1])
         for kyma in sorted(moved or ()):
             self.queue.add(("Kyma", key[1], kyma))
+            self._sync_remote(key[1], kyma)  # its cluster's catalog copy names its version
         if self._changed(key, body, event_type):
             self.rollout_queue.add(key)
 
