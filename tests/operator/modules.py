@@ -45,6 +45,31 @@ spec:
     return chart
 
 
+def plain_chart(root: Path, module: str, version: str, *, broken: bool = False) -> Path:
+    """A ConfigMap named after the module (and, `broken`, a Deployment no kubelet ever runs:
+    never ready)."""
+    path = root / f"{module}-{version}"
+    (path / "templates").mkdir(parents=True)
+    (path / "Chart.yaml").write_text(f"apiVersion: v2\nname: {module}\nversion: {version}\n")
+    (path / "templates" / "cm.yaml").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {module}\n"
+        f'data:\n  version: "{version}"\n'
+    )
+    if broken:
+        (path / "templates" / "deploy.yaml").write_text(
+            f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {module}}}
+spec:
+  selector: {{matchLabels: {{app: {module}}}}}
+  template:
+    metadata: {{labels: {{app: {module}}}}}
+    spec: {{containers: [{{name: c, image: "registry.invalid/never:{version}"}}]}}
+"""
+        )
+    return path
+
+
 def default_resource(module: str) -> dict[str, Any]:
     return {
         "apiVersion": f"{CRD_GROUP}/v1",
@@ -54,8 +79,12 @@ def default_resource(module: str) -> dict[str, Any]:
     }
 
 
-def template(namespace: str, module: str, version: str, chart: Path) -> dict[str, Any]:
-    return {
+def template(
+    namespace: str, module: str, version: str, chart: Path, *, data: bool = True
+) -> dict[str, Any]:
+    """`data`: the template carries the module's default resource (of the CRD `module_chart`
+    installs)."""
+    body: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "ModuleTemplate",
         "metadata": {"name": f"{module}-{version}", "namespace": namespace},
@@ -67,6 +96,9 @@ def template(namespace: str, module: str, version: str, chart: Path) -> dict[str
             "resources": [{"name": "chart", "link": str(chart)}],
         },
     }
+    if not data:
+        del body["spec"]["data"]
+    return body
 
 
 def release_meta(namespace: str, module: str, channels: dict[str, str]) -> dict[str, Any]:

@@ -3,7 +3,8 @@ ModuleRollout's waves, four Kymas on the control plane (`sync: "false"`, each mo
 namespace): a good release paused and resumed by the CLI rolls through every wave in order; an
 operator replaced mid-wave continues the same wave; a release whose Deployment never becomes
 ready halts after the first wave with only that wave on it; its fix starts again from the first
-wave; with `onFailure: Rollback` a broken release goes back to the previous version."""
+wave; with `onFailure: Rollback` a broken release goes back to the previous version, and so does
+one aborted by hand."""
 
 from __future__ import annotations
 
@@ -18,40 +19,18 @@ from reconciler.charts.sources import ChartCache
 from reconciler.cli.main import app as main_app
 from reconciler.kube.cluster import Cluster
 from reconciler.model.lifecycle import API_VERSION, SYNC
+from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.install import install_crds
 from reconciler.operator.runtime.wiring import Operator
+from reconciler.util.clock import utcnow
 from reconciler.util.polling import poll_until
 from tests.conftest import KubeTarget
 from tests.operator.conftest import SETTINGS
-from tests.operator.modules import release_meta
+from tests.operator.modules import plain_chart, release_meta, template
 from tests.operator.running import running
 
 MODULE = "rollme"
 WAVES = {"k1": "canary", "k2": "early", "k3": "rest", "k4": "rest"}
-
-
-def chart(root: Path, version: str, *, broken: bool = False) -> Path:
-    """A ConfigMap (and, `broken`, a Deployment no kubelet ever runs: never ready)."""
-    path = root / f"{MODULE}-{version}"
-    (path / "templates").mkdir(parents=True)
-    (path / "Chart.yaml").write_text(f"apiVersion: v2\nname: {MODULE}\nversion: {version}\n")
-    (path / "templates" / "cm.yaml").write_text(
-        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {MODULE}\n"
-        f'data:\n  version: "{version}"\n'
-    )
-    if broken:
-        (path / "templates" / "deploy.yaml").write_text(
-            f"""apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {MODULE}}}
-spec:
-  selector: {{matchLabels: {{app: {MODULE}}}}}
-  template:
-    metadata: {{labels: {{app: {MODULE}}}}}
-    spec: {{containers: [{{name: c, image: "registry.invalid/never:{version}"}}]}}
-"""
-        )
-    return path
 
 
 class Bed:
@@ -71,20 +50,8 @@ class Bed:
         return None if live is None else live.raw
 
     async def release(self, version: str, *, broken: bool = False) -> None:
-        path = chart(self.charts, version, broken=broken)
-        await self.control.apply(
-            {
-                "apiVersion": API_VERSION,
-                "kind": "ModuleTemplate",
-                "metadata": {"name": f"{MODULE}-{version}", "namespace": self.ns},
-                "spec": {
-                    "moduleName": MODULE,
-                    "version": version,
-                    "descriptor": {},
-                    "resources": [{"name": "chart", "link": str(path)}],
-                },
-            }
-        )
+        path = plain_chart(self.charts, MODULE, version, broken=broken)
+        await self.control.apply(template(self.ns, MODULE, version, path, data=False))
         await self.control.apply(release_meta(self.ns, MODULE, {"regular": version}))
 
     async def policy(self, early_soak: float = 0.5, **spec: Any) -> None:
@@ -247,9 +214,9 @@ async def test_a_release_rolls_through_waves_halts_resumes_and_rolls_back(
             again = await bed.release_status("1.2.0")
             assert again is not None
             assert (again["wave"], again["waveStarted"]) == (1, early["waveStarted"])
+            await bed.policy()  # a shorter soak: the wave, long past it, passes at once
             await bed.phase("1.2.0", "Complete")
             await bed.all_on("1.2.0")
-            await bed.policy()
 
             # a broken release halts after the first wave; only the canary has it
             await bed.policy(gate={"deadlineSeconds": 3})
@@ -285,6 +252,20 @@ async def test_a_release_rolls_through_waves_halts_resumes_and_rolls_back(
             await bed.release("1.4.0", broken=True)
             await bed.phase("1.4.0", "RolledBack")
             await bed.all_on("1.3.1")
+
+            # aborted by hand while paused in the first wave: under Rollback that wave goes back
+            await bed.policy(gate={"deadlineSeconds": 60}, onFailure="Rollback", paused=True)
+            await bed.release("1.5.0")
+            await bed.phase("1.5.0", "Paused")
+
+            async def canary_on_new() -> bool:
+                return (await bed.versions())["k1"] == ("1.5.0", "Ready")
+
+            await poll_until(canary_on_new, timeout=60, what="the canary on 1.5.0")
+            assert "aborted 1.5.0" in await cli(kubeconfig, "abort", MODULE, "-n", namespace)
+            aborted = await bed.phase("1.5.0", "RolledBack")
+            assert aborted["message"] == "aborted by hand"
+            await bed.all_on("1.3.1")
             metrics = operator.metrics.registry
             labels = {
                 "namespace": namespace,
@@ -305,3 +286,50 @@ async def test_a_release_rolls_through_waves_halts_resumes_and_rolls_back(
                 )
                 == 1
             )
+
+
+async def test_a_process_that_just_started_judges_a_release_on_the_kymas_it_listed(
+    kube_cluster: KubeTarget, namespace: str, tmp_path: Path
+) -> None:
+    """Before its watches delivered the fleet, a new operator's first look at a release in its
+    second wave must not see that wave empty (and pass it at once): it lists the Kymas and
+    Manifests itself first."""
+    kubeconfig = Path(kube_cluster.kubeconfig)
+    async with await Cluster.connect(kubeconfig) as control:
+        await install_crds(control)
+        bed = Bed(control, namespace, tmp_path / "charts", "fresh")
+        await bed.release("1.1.0")
+        for short, wave in (("k1", "canary"), ("k2", "early")):
+            await control.apply(
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "Kyma",
+                    "metadata": {
+                        "name": bed.kyma(short),
+                        "namespace": namespace,
+                        "labels": {SYNC: "false", "tier": wave},
+                    },
+                    "spec": {"channel": "regular", "modules": [{"name": MODULE}]},
+                }
+            )
+        await bed.policy(early_soak=3600)
+        policy = await bed.get("ModuleRollout", MODULE)
+        assert policy is not None
+        now = utcnow().isoformat().replace("+00:00", "Z")
+        release = {
+            "module": MODULE,
+            "channel": "regular",
+            "version": "1.1.0",
+            "previous": "1.0.0",
+            "phase": "Progressing",
+            "wave": 1,
+            "waveStarted": now,
+            "since": now,
+        }
+        await ControlPlane(control).set_status(policy, {"releases": [release]})
+        operator = Operator(control, ChartCache(tmp_path / "cache"), SETTINGS)  # not running
+        await operator.rollouts.handle(namespace, MODULE)
+        judged = await bed.release_status("1.1.0")
+        assert judged is not None
+        assert (judged["phase"], judged["wave"]) == ("Progressing", 1)
+        assert [w["size"] for w in judged["waves"]] == [1, 1, 0]

@@ -58,6 +58,9 @@ class _ByKyma:
     def of(self, namespace: str, kyma: str) -> list[Body]:
         return list(self._items.get((namespace, kyma), {}).values())
 
+    def knows(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self._owner
+
 
 class FleetIndex:
     def __init__(self) -> None:
@@ -97,6 +100,13 @@ class FleetIndex:
 
     def manifest(self, body: Body, *, deleted: bool = False) -> None:
         self._manifests.observe(body, deleted)
+
+    def listed_manifest(self, body: Body) -> None:
+        """A Manifest from a listing of our own: recorded unless a watch event (as new or
+        newer) already was."""
+        meta = body.get("metadata", {})
+        if not self._manifests.knows(str(meta.get("namespace", "")), str(meta.get("name", ""))):
+            self._manifests.observe(body, False)
 
     def manifests(self, namespace: str, kyma: str) -> list[Body]:
         """The Kyma's Manifests as last watched (possibly not yet the newest)."""

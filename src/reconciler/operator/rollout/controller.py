@@ -83,9 +83,11 @@ class RolloutController:
             await self._write(body, [], f"invalid: {policy.error}")
             return None
         try:
+            if namespace not in self.index.listed:
+                await self._list_population(namespace)
             metas = await self._metas(namespace)
         except ReconcilerError as exc:
-            log.warning("rollout cannot read the catalog", error=str(exc))
+            log.warning("rollout cannot read the catalog or the Kymas", error=str(exc))
             return self.settings.error_interval
         now = utcnow()
         releases: list[ReleaseStatus] = []
@@ -118,6 +120,19 @@ class RolloutController:
             if reason in STOPS:
                 self.metrics.rollout_stops.labels(namespace, module, STOPS[reason]).inc()
         return min(due) if due else None
+
+    async def _list_population(self, namespace: str) -> None:
+        """The namespace's Kymas and Manifests, listed once before the first judgement: a
+        process that just started may not have them all from its watches yet, and a release
+        judged then would see empty waves (passed at once) and no Manifest Ready (halted at a
+        deadline already passed)."""
+        kymas = await self.control.list("Kyma", namespace)
+        manifests = await self.control.list("Manifest", namespace)
+        for kyma in kymas:
+            self.index.listed_kyma(kyma)
+        for manifest in manifests:
+            self.fleet.listed_manifest(manifest)
+        self.index.listed.add(namespace)
 
     async def _metas(self, namespace: str) -> dict[str, dict[str, str]]:
         """module -> channel -> version, from the ModuleReleaseMetas."""

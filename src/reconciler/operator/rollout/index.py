@@ -95,6 +95,9 @@ class RolloutIndex:
     def __init__(self) -> None:
         self._policies: dict[str, dict[str, Policy]] = {}
         self._kymas: dict[str, dict[str, KymaInfo]] = {}
+        self.listed: set[str] = set()
+        """Namespaces whose Kymas (and Manifests) were listed once (`RolloutController`): before
+        that, the watches may not have delivered them all yet."""
 
     def prime(self, items: list[Body]) -> None:
         for body in items:
@@ -123,6 +126,12 @@ class RolloutIndex:
             kymas.pop(name, None)
         else:
             kymas[name] = info
+
+    def listed_kyma(self, body: Body) -> None:
+        """A Kyma from a listing of our own: recorded unless a watch event already was."""
+        meta = body["metadata"]
+        if str(meta["name"]) not in self._kymas.get(str(meta["namespace"]), {}):
+            self.observe_kyma(body)
 
     def affected(self, before: Policy | None, after: Policy | None) -> set[str] | None:
         """The Kymas whose versions a policy's change may move (None: every Kyma of the
