@@ -1,6 +1,8 @@
-"""Two operator processes, two shards: every Kyma is reconciled by exactly one of them, and when
-one is killed with SIGKILL the other takes its shard over once the Lease expires and continues
-its Kymas. Which process reconciled a Kyma is read from each process's own metrics."""
+"""Two operator processes, two shards: every Kyma is reconciled by exactly one of them; a module
+release rolls out through a ModuleRollout's waves across both shards (each process computes the
+same waves); and when one is killed with SIGKILL the other takes its shard over once the Lease
+expires and continues its Kymas. Which process reconciled a Kyma is read from each process's own
+metrics."""
 
 from __future__ import annotations
 
@@ -12,13 +14,16 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from reconciler.kube.cluster import Cluster
-from reconciler.model.lifecycle import API_VERSION, SYNC
+from reconciler.model.lifecycle import API_VERSION, KYMA_NAME, MODULE_NAME, SYNC
+from reconciler.model.rollout import ModuleRolloutSpec
 from reconciler.operator.clusters.control import ControlPlane
 from reconciler.operator.clusters.install import install_crds
+from reconciler.operator.rollout.plan import wave_of
 from reconciler.operator.runtime.shards import ShardGate, shard_of
 from reconciler.operator.settings import ShardSettings
 from reconciler.util.polling import poll_until
@@ -49,6 +54,7 @@ async def _operator(
         "RECONCILER_OPERATOR_SHARD_LEASE_DURATION": str(LEASE),
         "RECONCILER_OPERATOR_SHARD_RENEW_INTERVAL": str(RENEW),
         "RECONCILER_OPERATOR_SHARD_IDENTITY": identity,
+        "RECONCILER_OPERATOR_MODULE_NAMESPACE": "{kyma}",
         **LOCAL_SOURCES_ENV,
     }
     reconciler = Path(sys.executable).with_name("reconciler")
@@ -110,6 +116,87 @@ async def test_a_takeover_enqueues_the_sync_resources_of_the_shards_kymas(
     assert ("SyncResource", namespace, f"{kymas[1]}-sync") not in enqueued
 
 
+ROLLED = "shardmod"
+WAVES = [{"name": "half", "percent": 50, "soakSeconds": 2}, {"name": "rest", "soakSeconds": 0}]
+
+
+async def _versions(control: Cluster, namespace: str) -> dict[str, tuple[str, str]]:
+    """Kyma -> (its ROLLED Manifest's version, state)."""
+    listing = await control.client.request(
+        "GET",
+        f"/apis/{API_VERSION}/namespaces/{namespace}/manifests",
+        params={"labelSelector": f"{MODULE_NAME}={ROLLED}"},
+    )
+    return {
+        item["metadata"]["labels"][KYMA_NAME]: (
+            str(item["spec"].get("version")),
+            str((item.get("status") or {}).get("state") or ""),
+        )
+        for item in listing["items"]
+    }
+
+
+async def _rollout_across_shards(
+    control: Cluster, namespace: str, charts: Path, ports: dict[str, int]
+) -> None:
+    """Six Kymas, three in each shard, take a release through two waves: no Kyma switches before
+    its wave (as the status says it), the status counts the waves this process computes from
+    the salt, and both processes switched some."""
+    shards = ShardSettings(count=2)
+    names = [f"ro-{i:02d}" for i in range(40)]
+    kymas = [n for n in names if shard_of(n, None, shards) == 0][:3]
+    kymas += [n for n in names if shard_of(n, None, shards) == 1][:3]
+    for version in ("1.0.0", "1.1.0"):
+        chart = modules.plain_chart(charts, ROLLED, version)
+        await control.apply(modules.template(namespace, ROLLED, version, chart, data=False))
+    await control.apply(modules.release_meta(namespace, ROLLED, {"regular": "1.0.0"}))
+    rollout = {
+        "apiVersion": API_VERSION,
+        "kind": "ModuleRollout",
+        "metadata": {"name": ROLLED, "namespace": namespace},
+        "spec": {"module": ROLLED, "waves": WAVES, "gate": {"deadlineSeconds": 120}},
+    }
+    created = (await control.apply(rollout)).raw
+    spec = ModuleRolloutSpec.model_validate(created["spec"])
+    salt = created["metadata"]["uid"]
+    wave = {k: wave_of(spec, salt, namespace, k, {}) for k in kymas}
+    for name in kymas:
+        body = modules.kyma(namespace, name, "regular", [{"name": ROLLED}])
+        body["metadata"]["labels"] = {SYNC: "false"}
+        await control.apply(body)
+
+    async def all_on(version: str) -> bool:
+        on = await _versions(control, namespace)
+        return len(on) == len(kymas) and set(on.values()) == {(version, "Ready")}
+
+    await poll_until(lambda: all_on("1.0.0"), timeout=120, what="the module on 1.0.0")
+    await control.apply(modules.release_meta(namespace, ROLLED, {"regular": "1.1.0"}))
+    switched: set[str] = set()
+
+    async def complete() -> dict[str, Any] | None:
+        on = await _versions(control, namespace)  # before the status: the status only advances
+        live = await control.get(rollout)
+        releases = ((live.raw if live else {}).get("status") or {}).get("releases") or []
+        release = next((r for r in releases if r["version"] == "1.1.0"), None)
+        now = {k for k, (v, _) in on.items() if v == "1.1.0"}
+        admitted = (release or {}).get("wave", -1) if release else -1
+        if release and release["phase"] != "Complete":
+            early = {k for k in now if wave[k] > admitted}
+            assert not early, f"{sorted(early)} switched before their wave ({release})"
+        switched.update(now)
+        return release if release and release["phase"] == "Complete" else None
+
+    done = await poll_until(complete, timeout=120, what="1.1.0 complete", interval=0.1)
+    await poll_until(lambda: all_on("1.1.0"), timeout=120, what="the module on 1.1.0")
+    sizes = [sum(w == i for w in wave.values()) for i in range(len(WAVES))]
+    assert [w["size"] for w in done["waves"]] == sizes
+    assert [w["ready"] for w in done["waves"]] == sizes
+    a, b = await _reconciled(ports["op-a"]), await _reconciled(ports["op-b"])
+    assert set(kymas) & a
+    assert set(kymas) & b
+    assert not set(kymas) & a & b
+
+
 async def test_two_operators_split_the_kymas_and_one_continues_when_the_other_is_killed(
     kube_cluster: KubeTarget, namespace: str, tmp_path: Path
 ) -> None:
@@ -150,6 +237,8 @@ async def test_two_operators_split_the_kymas_and_one_continues_when_the_other_is
             assert a
             assert b
             print(f"\nop-a reconciled {len(a)} Kymas, op-b {len(b)}")
+            await _rollout_across_shards(control, namespace, tmp_path / "charts", ports)
+            everyone = await _reconciled(ports["op-a"]) | await _reconciled(ports["op-b"])
 
             holders = await _holders(control, namespace)
             victim = "op-a"
