@@ -30,6 +30,7 @@ from reconciler.devcluster.build import build_all
 from reconciler.devcluster.registry import OciRegistry
 from reconciler.kube.client import KubeClient
 from reconciler.observability.logging import reset_standard_logging
+from tests.helpers.spare_clusters import SpareClusters
 
 
 @pytest.fixture(autouse=True)
@@ -93,23 +94,26 @@ async def namespace(kube_client: AsyncClient, request: pytest.FixtureRequest) ->
 ClusterFactory = Callable[..., Awaitable[KubeTarget]]
 
 
+@pytest.fixture(scope="session")
+def spare_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpareClusters]:
+    """Extra clusters started one test ahead (`tests/helpers/spare_clusters.py`)."""
+    build_all()
+    spares = SpareClusters(lambda: tmp_path_factory.mktemp("extra-kube"))
+    try:
+        yield spares
+    finally:
+        spares.close()
+
+
 @pytest.fixture
-async def cluster_factory(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> AsyncIterator[ClusterFactory]:
-    """Start extra, independent clusters (each its own etcd + apiserver); all stopped afterwards."""
+async def cluster_factory(spare_clusters: SpareClusters) -> AsyncIterator[ClusterFactory]:
+    """Start extra, independent clusters (each its own etcd + apiserver, used by this test only);
+    all stopped afterwards."""
     started: list[DevCluster] = []
 
     async def make(controller_manager: bool = False, kubelet: bool = False) -> KubeTarget:
-        build_all()
-        cluster = DevCluster(
-            tmp_path_factory.mktemp("extra-kube"),
-            controller_manager=controller_manager,
-            kubelet=kubelet,
-            die_with_parent=True,
-        )
+        cluster = await spare_clusters.take(controller_manager, kubelet)
         started.append(cluster)
-        await cluster.start()
         return KubeTarget(cluster.kubeconfig, stop=cluster.stop)
 
     yield make
