@@ -459,7 +459,13 @@ def cli() -> None:
         "periodic re-checks of a settled fleet visible within --idle",
     )
     parser.add_argument("--rollout", action="store_true", help="measure a ModuleRollout")
-    parser.add_argument("--soak", type=float, default=40.0, help="--rollout: soak per wave")
+    parser.add_argument(
+        "--soak",
+        type=float,
+        default=60.0,
+        help="--rollout: soak per wave (at 1,000 Kymas the last wave, ~500 of them, needs ~70 s "
+        "to install on 2 cores: a wave passes only once soaked and healthy)",
+    )
     parser.add_argument("--deadline", type=float, default=20.0, help="--rollout: gate deadline")
     args = parser.parse_args()
     if args.rollout:
