@@ -37,7 +37,9 @@ EVERYTHING: dict[str, Any] = {
     "componentReconcilers": {"enabled": True, "tokenSecret": "reconciler-token",
                              "components": ["istio", "serverless"]},
     "operator": {"enabled": True, "watchNamespace": "kyma-system"},
-    "infrastructureManager": {"enabled": True, "gardenKubeconfigSecret": "garden"},
+    "infrastructureManager": {"enabled": True, "gardenKubeconfigSecret": "garden",
+                              "converterConfig": {"converter": {"kubernetes": {
+                                  "defaultVersion": "1.33.4"}}}},
 }  # fmt: skip
 
 

@@ -13,6 +13,7 @@ import yaml
 from reconciler.charts.render import Capabilities, CliRenderer
 from reconciler.charts.workspace import Workspace
 from reconciler.errors import ChartError
+from reconciler.infra.converter.config import load_converter_config
 from reconciler.infra.crds import all_crds as infra_crds
 from reconciler.kube.cluster import Cluster
 from reconciler.operator.clusters.crds import all_crds
@@ -29,6 +30,7 @@ from tests.deploy.chart import (
     merged,
     render,
 )
+from tests.infra.samples import CONVERTER_CONFIG
 
 MATRIX: dict[str, dict[str, Any]] = {
     "defaults and static tokens (SQLite, one replica)": MINIMAL,
@@ -146,6 +148,18 @@ async def test_secrets_reach_the_mothership_as_references_never_as_values() -> N
         (
             {**MINIMAL, "infrastructureManager": {"enabled": True}},
             "infrastructureManager.gardenKubeconfigSecret",
+        ),
+        (
+            {
+                **MINIMAL,
+                "infrastructureManager": {
+                    "enabled": True,
+                    "gardenKubeconfigSecret": "g",
+                    "converterConfig": {"converter": {}},
+                    "converterConfigMap": "kim",
+                },
+            },
+            "infrastructureManager.converterConfig and infrastructureManager.converterConfigMap",
         ),
     ],
 )
@@ -266,3 +280,46 @@ async def test_reconciler_deploy_installs_the_chart_from_the_deploy_workspace(
     assert deployment is not None
     image = deployment.raw["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == "registry.example/reconciler:0.1.0"
+
+
+async def test_the_converter_configuration_reaches_the_manager_as_a_file_it_reads(
+    tmp_path: Path,
+) -> None:
+    """`converterConfig` in the values becomes a ConfigMap mounted where
+    RECONCILER_INFRA_CONVERTER_CONFIG points, and the manager reads it as the same configuration;
+    `converterConfigMap` mounts an existing one under `converterConfigKey` instead."""
+    kim = yaml.safe_load(CONVERTER_CONFIG.read_text())
+    infra = {"enabled": True, "gardenKubeconfigSecret": "g"}
+
+    def mounted(objects: list[dict[str, Any]]) -> tuple[str, str]:
+        """(the env's file path, the ConfigMap the converter volume mounts)."""
+        [deployment] = [d for d in objects if d["metadata"]["name"].endswith("-infra")]
+        pod = deployment["spec"]["template"]["spec"]
+        [container] = pod["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        path = str(env["RECONCILER_INFRA_CONVERTER_CONFIG"])
+        assert path.startswith(mounts["converter"] + "/")
+        return path, volumes["converter"]["configMap"]["name"]
+
+    objects = await render(
+        merged(MINIMAL, {"infrastructureManager": {**infra, "converterConfig": kim}})
+    )
+    path, name = mounted(by_kind(objects, "Deployment"))
+    [configmap] = [c for c in by_kind(objects, "ConfigMap") if c["metadata"]["name"] == name]
+    written = tmp_path / Path(path).name
+    written.write_text(configmap["data"][Path(path).name])
+    assert load_converter_config(written) == load_converter_config(CONVERTER_CONFIG)
+
+    own = {**infra, "converterConfigMap": "kim-config", "converterConfigKey": "config.yaml"}
+    objects = await render(merged(MINIMAL, {"infrastructureManager": own}))
+    assert mounted(by_kind(objects, "Deployment")) == (
+        "/etc/reconciler/converter/config.yaml",
+        "kim-config",
+    )
+    assert not [c for c in by_kind(objects, "ConfigMap") if "converter" in c["metadata"]["name"]]
+    plain = by_kind(await render(merged(MINIMAL, {"infrastructureManager": infra})), "Deployment")
+    [deployment] = [d for d in plain if d["metadata"]["name"].endswith("-infra")]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert "RECONCILER_INFRA_CONVERTER_CONFIG" not in {e["name"] for e in container["env"]}
