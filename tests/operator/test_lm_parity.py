@@ -152,6 +152,9 @@ async def _installed(walk: Walk) -> None:
     conditions = _conditions(kyma)
     assert conditions["Modules"] == ("True", "Ready", "all modules are in ready state")
     assert conditions["ModuleCatalog"] == ("True", "Ready", "module templates are synchronized")
+    assert conditions["CRDsSync"] == ("True", "Ready", "CRDs are synchronized to the SKR")
+    order = [c["type"] for c in kyma["status"]["conditions"]]
+    assert order[:3] == ["CRDsSync", "Modules", "ModuleCatalog"]  # LM's reconciliation order
     (entry,) = kyma["status"]["modules"]
     assert entry["ocmComponentName"] == entry["fqdn"] == sample.COMPONENT
     assert entry["resource"] == {

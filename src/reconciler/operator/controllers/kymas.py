@@ -105,6 +105,8 @@ class KymaController:
         self.backoff = Backoff(settings.error_interval, settings.error_max_interval)
         self.catalog: Probe | None = None
         """Whether the Kyma's catalog was copied to its remote cluster (the remote sync's)."""
+        self.crds: Probe | None = None
+        """Whether our CRDs are installed on its remote cluster (the remote sync's)."""
         self.webhook: Probe | None = None
         """Whether the watcher's webhook is in place there (set when the watcher is on)."""
 
@@ -474,15 +476,19 @@ class KymaController:
     def _condition_values(
         self, kyma: Body, modules: list[dict[str, Any]] | None
     ) -> dict[str, bool | None]:
-        """`Modules`: every module Ready (or Unmanaged); `ModuleCatalog`: the catalog copied
-        to the remote cluster (a Kyma without one has nothing to copy); `SKRWebhook` (with the
-        watcher): its webhook in place there."""
+        """`CRDsSync`: our CRDs installed on the remote cluster; `Modules`: every module Ready
+        (or Unmanaged); `ModuleCatalog`: the catalog copied to the remote cluster (a Kyma without
+        one has nothing to install or copy); `SKRWebhook` (with the watcher): its webhook in
+        place there. In the lifecycle manager's order."""
         obj = KubeObject(kyma)
         states = [str(m.get("state")) for m in modules or []]
-        values: dict[str, bool | None] = {
-            "Modules": all(s in (State.READY, State.UNMANAGED) for s in states)
-        }
         remote = obj.labels.get(SYNC) != "false"
+        values: dict[str, bool | None] = {
+            "CRDsSync": (self.crds(obj.namespace, obj.name) if self.crds else None)
+            if remote
+            else True,
+            "Modules": all(s in (State.READY, State.UNMANAGED) for s in states),
+        }
         values["ModuleCatalog"] = (
             (self.catalog(obj.namespace, obj.name) if self.catalog else None) if remote else True
         )
@@ -531,6 +537,11 @@ Probe = Callable[[str, str], bool | None]
 # the lifecycle manager's Kyma conditions: type -> (message when True, False, Unknown); the
 # reason is always "Ready", the status says whether it is
 KYMA_CONDITIONS = {
+    "CRDsSync": (
+        "CRDs are synchronized to the SKR",
+        "CRDs are not synchronized to the SKR",
+        "CRDs synchronization state is unknown",
+    ),
     "Modules": (
         "all modules are in ready state",
         "not all modules are in ready state",

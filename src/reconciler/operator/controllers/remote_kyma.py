@@ -114,6 +114,8 @@ class RemoteSync:
         self._removed: set[tuple[str, str]] = set()
         self.catalog_synced: dict[tuple[str, str], bool] = {}
         """Per Kyma, whether its last catalog copy succeeded (its `ModuleCatalog` condition)."""
+        self.crds_synced: dict[tuple[str, str], bool] = {}
+        """Per Kyma, whether our CRDs are installed on its cluster (its `CRDsSync` condition)."""
         self._watched: dict[tuple[str, str], tuple[Cluster, set[Kind]]] = {}
         """Per Kyma, its remote cluster and the kinds the remote watch covers there."""
 
@@ -153,8 +155,13 @@ class RemoteSync:
         meta = kyma["metadata"]
         key = (meta["namespace"], meta["name"])
         if self._prepared.get(key) is not cluster:
-            await self._install_crds(cluster)
+            try:
+                await self._install_crds(cluster)
+            except ReconcilerError:
+                self.crds_synced[key] = False
+                raise
             self._prepared[key] = cluster
+        self.crds_synced[key] = True
         # module configuration first: module managers wait for it, nobody waits for the rest
         module_namespace = self.settings.module_namespace.replace("{kyma}", meta["name"])
         manifests = await self._manifests(kyma)
@@ -360,6 +367,7 @@ class RemoteSync:
         key = (meta["namespace"], meta["name"])
         self._prepared.pop(key, None)
         self.catalog_synced.pop(key, None)
+        self.crds_synced.pop(key, None)
         if key not in self._removed:
             await self._remove_all(kyma)
             self._removed.add(key)

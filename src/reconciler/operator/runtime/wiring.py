@@ -153,6 +153,7 @@ class Operator:
         self.kymas.catalog = lambda namespace, name: self.remote.catalog_synced.get(
             (namespace, name)
         )
+        self.kymas.crds = lambda namespace, name: self.remote.crds_synced.get((namespace, name))
         self.syncs = SyncResourceController(
             self.control, self.targets, core, self.settings, self.drift
         )
@@ -237,6 +238,7 @@ class Operator:
             return ()
         watchers = self.remote_watchers
         return (
+            self.remote.crds_synced.get((namespace, name)),
             self.remote.catalog_synced.get((namespace, name)),
             watchers.synced(namespace, name) if watchers is not None else None,
         )
