@@ -27,7 +27,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ helpers
 import benchlib
+from tests.operator.modules import plain_chart
 
 from reconciler.charts.sources import ChartCache
 from reconciler.kube.client import KubeClient
@@ -264,22 +266,6 @@ async def main(
     }
 
 
-def _broken_chart(root: Path, module: str, version: str) -> Path:
-    chart = _chart(root / version, module)
-    (chart / "templates" / "deploy.yaml").write_text(
-        f"""apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {module}}}
-spec:
-  selector: {{matchLabels: {{app: {module}}}}}
-  template:
-    metadata: {{labels: {{app: {module}}}}}
-    spec: {{containers: [{{name: c, image: "registry.invalid/never:{version}"}}]}}
-"""
-    )
-    return chart
-
-
 async def rollout_main(kymas: int, soak: float, deadline: float, root: Path) -> dict[str, Any]:
     module = "m0"
     waves = [{"name": f"p{p}", "percent": p, "soakSeconds": soak} for p in (1, 10, 50, 100)]
@@ -293,9 +279,9 @@ async def rollout_main(kymas: int, soak: float, deadline: float, root: Path) -> 
         kubeconfig = await asyncio.to_thread(Path(remote_info.kubeconfig).read_bytes)
         config = base64.b64encode(kubeconfig).decode()
         charts = {
-            "1.0.0": _chart(root / "charts" / "1.0.0", module),
-            "1.1.0": _broken_chart(root / "charts", module, "1.1.0"),
-            "1.2.0": _chart(root / "charts" / "1.2.0", module),
+            "1.0.0": plain_chart(root / "charts", module, "1.0.0"),
+            "1.1.0": plain_chart(root / "charts", module, "1.1.0", broken=True),
+            "1.2.0": plain_chart(root / "charts", module, "1.2.0"),
         }
         for version, chart in charts.items():
             await control.apply(_template(module, version, chart))
