@@ -10,6 +10,11 @@ group (the Shoot CRD could not be served next to it). The proxy keeps the CRD, s
 own REST paths, and the infrastructure manager's garden kubeconfig simply points at it: the
 client cannot tell. Everything else is forwarded unchanged (no watches: the manager polls).
 
+Gardener's cluster-scoped Seeds are served too (a CRD with a status subresource), with usable
+defaults per provider type (`DEFAULT_SEEDS`, see `reset_seeds`); the controller places each
+Shoot on one (`schedule`: `spec.seedName`) before operating on it, and leaves a Shoot no Seed fits
+unscheduled with Gardener's `Create Pending` "Failed to schedule Shoot: ..." until one does.
+
 Faults are driven by annotations on the Shoot (`FAULT`: `quota` and `rate-limit` hold the
 operation in Gardener's retryable `Error` state until the annotation goes, `error` fails it
 (`Failed`), `<State>:<CODE>,...` ends it in that state with those codes, see `fault_outcome`;
@@ -50,6 +55,15 @@ from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.informer import list_and_watch
 from reconciler.kube.kubeconfig import load_kubeconfig
+from reconciler.model.seeds import (
+    BACKUP_BUCKETS_READY,
+    GARDENLET_READY,
+    NO_MATCHING_PROVIDER,
+    SEED_PROVIDER_LABEL,
+    SEED_REGION_LABEL,
+    seed_provider,
+    seed_usable,
+)
 from reconciler.util.clock import utcnow
 
 GROUP = "core.gardener.cloud"
@@ -58,6 +72,7 @@ FAULT = "simulator.reconciler.kyma-project.io/fault"
 DURATION = "simulator.reconciler.kyma-project.io/duration"
 DELETION_CONFIRMATION = "confirmation.gardener.cloud/deletion"
 FINALIZER = "gardener"
+APPLY_PATCH = "application/apply-patch+yaml"
 ERROR_CODES = {
     "quota": "ERR_INFRA_QUOTA_EXCEEDED",
     "rate-limit": "ERR_INFRA_RATE_LIMITS_EXCEEDED",
@@ -117,6 +132,163 @@ def shoot_crd() -> dict[str, Any]:
             ],
         },
     }
+
+
+def seed_crd() -> dict[str, Any]:
+    """Gardener's Seed: cluster-scoped, with a status subresource; the simulator's scheduler
+    and the manager read `spec.provider`, `spec.settings.scheduling.visible`, `spec.backup`,
+    `status.lastOperation` and `status.conditions` (the rest is kept as written)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": _PRESERVE,
+            "status": _PRESERVE,
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"seeds.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": "Seed",
+                "listKind": "SeedList",
+                "plural": "seeds",
+                "singular": "seed",
+            },
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": "v1beta1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+
+
+DEFAULT_SEEDS = (
+    ("aws-eu1", "aws", "eu-central-1"),
+    ("aws-eu2", "aws", "eu-west-1"),
+    ("az-eu1", "azure", "westeurope"),
+    ("gcp-eu1", "gcp", "europe-west3"),
+    ("os-eu1", "openstack", "eu-de-1"),
+    ("ali-eu1", "alicloud", "eu-central-1"),
+    ("gdch-eu1", "gdch", "eu-central-1"),
+)
+"""(name, provider type, region) of the usable Seeds the simulator starts with: one or two per
+provider type the manager supports, in the regions the tests and the demo use."""
+
+
+def seed(
+    name: str,
+    provider: str,
+    region: str,
+    *,
+    visible: bool = True,
+    ready: bool = True,
+    backup: bool = False,
+    backup_ready: bool = True,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Seed as Gardener shows it (`status` included): labelled with its provider and region,
+    as Gardener labels its seeds; `ready`: its gardenlet is ready and it was reconciled."""
+    body: dict[str, Any] = {
+        "apiVersion": f"{GROUP}/v1beta1",
+        "kind": "Seed",
+        "metadata": {
+            "name": name,
+            "labels": {SEED_PROVIDER_LABEL: provider, SEED_REGION_LABEL: region, **(labels or {})},
+        },
+        "spec": {
+            "provider": {"type": provider, "region": region},
+            "settings": {"scheduling": {"visible": visible}},
+        },
+        "status": {"conditions": []},
+    }
+    if backup:
+        body["spec"]["backup"] = {"provider": provider, "region": region}
+    if ready:
+        body["status"] = {
+            "lastOperation": {
+                "type": "Reconcile",
+                "state": "Succeeded",
+                "progress": 100,
+                "lastUpdateTime": _now(),
+                "description": "Seed reconciled",
+            },
+            "conditions": [
+                {"type": GARDENLET_READY, "status": "True", "reason": "GardenletReady"},
+                {
+                    "type": BACKUP_BUCKETS_READY,
+                    "status": "True" if backup_ready else "False",
+                    "reason": "BackupBucketsAvailable" if backup_ready else "BackupBucketsError",
+                },
+            ],
+        }
+    return body
+
+
+def _seed_view(body: dict[str, Any]) -> tuple[Any, ...]:
+    """What the scheduler and the manager read of a Seed (unchanged: no need to write it)."""
+    return (
+        seed_provider(body),
+        seed_usable(body),
+        bool((body.get("spec") or {}).get("backup")),
+        body["metadata"].get("labels") or {},
+    )
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (`matchLabels`, `matchExpressions`) against `labels`; no
+    selector matches everything."""
+    if not selector:
+        return True
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, values = expression.get("key"), expression.get("values") or []
+        present = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }.get(str(expression.get("operator")), False)
+        if not present:
+            return False
+    return True
+
+
+def schedule(shoot: dict[str, Any], seeds: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """Gardener's scheduler in brief: (the Seed for the Shoot, None when none fits; why not).
+    The usable seeds, then those matching the Shoot's `seedSelector`, then those of its
+    provider type; among them one in the Shoot's region first, else the first by name."""
+    spec = shoot.get("spec") or {}
+    candidates = sorted(
+        (s for s in seeds if seed_usable(s)), key=lambda s: str(s["metadata"]["name"])
+    )
+    selector = spec.get("seedSelector")
+    matching = [
+        s for s in candidates if selector_matches(selector, s["metadata"].get("labels") or {})
+    ]
+    if not matching:
+        return None, (
+            f"Failed to schedule Shoot: none out of the {len(candidates)} seeds has the matching "
+            f"labels required by seed selector of 'Shoot' (selector: '{json.dumps(selector)}')"
+        )
+    provider = str((spec.get("provider") or {}).get("type") or "")
+    fitting = [s for s in matching if seed_provider(s)[0] == provider]
+    if not fitting:
+        return None, NO_MATCHING_PROVIDER.format(count=len(matching), provider=json.dumps(provider))
+    same_region = [s for s in fitting if seed_provider(s)[1] == spec.get("region")]
+    return str((same_region or fitting)[0]["metadata"]["name"]), ""
 
 
 def openidconnect_crd() -> dict[str, Any]:
@@ -226,12 +398,13 @@ class GardenerSimulator:
         return self.workdir / "garden-kubeconfig"
 
     async def start(self) -> Path:
-        for kubeconfig, crd in (
-            (self.garden_kubeconfig, shoot_crd()),
-            (self.shoot_kubeconfig, openidconnect_crd()),
+        for kubeconfig, crds in (
+            (self.garden_kubeconfig, [shoot_crd(), seed_crd()]),
+            (self.shoot_kubeconfig, [openidconnect_crd()]),
         ):
             async with await Cluster.connect(kubeconfig) as cluster:
-                await crdgen.install_crds(cluster, [crd], field_manager="gardener-simulator")
+                await crdgen.install_crds(cluster, crds, field_manager="gardener-simulator")
+        await self.reset_seeds()
         (port,) = free_ports(1)
         app = Starlette(
             routes=[
@@ -264,6 +437,37 @@ class GardenerSimulator:
         }
         self.kubeconfig.write_text(yaml.safe_dump(config_text, sort_keys=False))
         return self.kubeconfig
+
+    async def put_seed(self, body: dict[str, Any]) -> None:
+        """Create or replace a Seed, its status included (see `seed()`)."""
+        name = body["metadata"]["name"]
+        path = f"{API}/seeds/{name}"
+        params = {"fieldManager": "gardener-simulator", "force": "true"}
+        spec = {k: v for k, v in body.items() if k != "status"}
+        status = {k: v for k, v in body.items() if k not in ("spec", "metadata")}
+        status["metadata"] = {"name": name}
+        for target, part in ((path, spec), (f"{path}/status", status)):
+            await self.garden.request(
+                "PATCH", target, params=params, body=part, content_type=APPLY_PATCH
+            )
+
+    async def delete_seed(self, name: str) -> None:
+        with contextlib.suppress(ReconcilerError):  # gone already
+            await self.garden.request("DELETE", f"{API}/seeds/{name}")
+
+    async def reset_seeds(self) -> None:
+        """Back to `DEFAULT_SEEDS`, all usable; any other Seed goes (the garden is shared by
+        every simulator of a test session, and a test may have altered its Seeds)."""
+        listing = await self.garden.request("GET", f"{API}/seeds")
+        live = {item["metadata"]["name"]: item for item in listing.get("items") or []}
+        defaults = {name: (provider, region) for name, provider, region in DEFAULT_SEEDS}
+        for name in live.keys() - defaults.keys():
+            await self.delete_seed(name)
+        for name, (provider, region) in defaults.items():
+            wanted = seed(name, provider, region, backup=name == "aws-eu1")
+            found = live.get(name)
+            if found is None or _seed_view(found) != _seed_view(wanted):
+                await self.put_seed(wanted)
 
     async def ensure_project(self, project: str) -> str:
         """The project's namespace `garden-<project>` in the garden cluster."""
@@ -587,8 +791,34 @@ class GardenerSimulator:
             return float(annotations.get(DURATION, self.duration))
         return self.duration
 
+    async def _schedule(self, shoot: dict[str, Any]) -> None:
+        """Place a Shoot without `spec.seedName` on a Seed, as Gardener's scheduler binds it
+        (a new generation, operated on next); while no Seed fits, its `lastOperation` says
+        why (`Create Pending`, as Gardener's scheduler writes it) and it is tried again."""
+        written = ""
+        while True:
+            listing = await self.garden.request("GET", f"{API}/seeds")
+            chosen, why = schedule(shoot, list(listing.get("items") or []))
+            if chosen is not None:
+                await self._patch(shoot, {"spec": {"seedName": chosen}}, status=False)
+                return
+            if why != written:
+                last = {
+                    "type": "Create",
+                    "state": "Pending",
+                    "progress": 0,
+                    "lastUpdateTime": _now(),
+                    "description": why,
+                }
+                await self._patch(shoot, {"status": {"lastOperation": last}}, status=True)
+                written = why
+            await asyncio.sleep(max(self.duration, 0.2))
+
     async def _reconcile(self, shoot: dict[str, Any]) -> None:
         meta = shoot["metadata"]
+        if not (shoot.get("spec") or {}).get("seedName"):
+            await self._schedule(shoot)
+            return  # the binding is a new generation: seen again, and operated on then
         if FINALIZER not in (meta.get("finalizers") or []):
             finalizers = [*(meta.get("finalizers") or []), FINALIZER]
             await self._patch(shoot, {"metadata": {"finalizers": finalizers}}, status=False)
