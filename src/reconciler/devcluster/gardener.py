@@ -87,6 +87,36 @@ PROJECT_AND_SHOOT_MAX = 21
 _PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
+def _gardener_crd(kind: str, scope: str, status: dict[str, Any]) -> dict[str, Any]:
+    """A CRD of Gardener's `core.gardener.cloud/v1beta1` with a status subresource; its spec
+    kept as written."""
+    plural = f"{kind.lower()}s"
+    schema = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": _PRESERVE,
+            "status": status,
+        },
+    }
+    names = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()}
+    version = {
+        "name": "v1beta1",
+        "served": True,
+        "storage": True,
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": schema},
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {"group": GROUP, "names": names, "scope": scope, "versions": [version]},
+    }
+
+
 def shoot_crd() -> dict[str, Any]:
     """Gardener's Shoot, as much as the simulator reads (the rest is kept as written)."""
     status = {
@@ -98,80 +128,14 @@ def shoot_crd() -> dict[str, Any]:
             "lastErrors": {"type": "array", "items": _PRESERVE},
         },
     }
-    schema = {
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": _PRESERVE,
-            "status": status,
-        },
-    }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"shoots.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": "Shoot",
-                "listKind": "ShootList",
-                "plural": "shoots",
-                "singular": "shoot",
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1beta1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": schema},
-                }
-            ],
-        },
-    }
+    return _gardener_crd("Shoot", "Namespaced", status)
 
 
 def seed_crd() -> dict[str, Any]:
     """Gardener's Seed: cluster-scoped, with a status subresource; the simulator's scheduler
     and the manager read `spec.provider`, `spec.settings.scheduling.visible`, `spec.backup`,
     `status.lastOperation` and `status.conditions` (the rest is kept as written)."""
-    schema = {
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": _PRESERVE,
-            "status": _PRESERVE,
-        },
-    }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"seeds.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": "Seed",
-                "listKind": "SeedList",
-                "plural": "seeds",
-                "singular": "seed",
-            },
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": "v1beta1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": schema},
-                }
-            ],
-        },
-    }
+    return _gardener_crd("Seed", "Cluster", _PRESERVE)
 
 
 DEFAULT_SEEDS = (
