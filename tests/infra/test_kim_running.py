@@ -69,7 +69,11 @@ async def test_seeds_are_checked_and_reported_and_gardener_errors_retried_as_kim
     # bound to a region with one: created on that seed, its region in the provisioning info
     placed = runtime("rt-sb", world.namespace, shoot="shoot-sb")
     placed["spec"]["shoot"]["enforceSeedLocation"] = True
+    simulator.refuse_seed_reads(503, 1000)  # first the Seeds cannot be listed: asked again
     await world.kcp.apply(placed)
+    waiting = await provisioned(world, "rt-sb", "GardenerErr", "Failed to verify whether seed")
+    assert waiting["status"]["state"] == "Pending"
+    simulator.refuse_seed_reads(503, 0)
     await world.state("rt-sb", "Ready")
     shoot = await gardener.get_shoot("shoot-sb")
     assert shoot is not None

@@ -19,8 +19,9 @@ Faults are driven by annotations on the Shoot (`FAULT`: `quota` and `rate-limit`
 operation in Gardener's retryable `Error` state until the annotation goes, `error` fails it
 (`Failed`), `<State>:<CODE>,...` ends it in that state with those codes, see `fault_outcome`;
 `DURATION`: seconds an operation takes), by `throttle(n)`: the next n proxied requests are
-answered 429, as an overloaded Gardener API does, and by `refuse_writes(status, n)`: the next n
-Shoot writes are refused with `status`. Test tooling and demo only.
+answered 429, as an overloaded Gardener API does, by `refuse_writes(status, n)`: the next n
+Shoot writes are refused with `status`, and by `refuse_seed_reads(status, n)`: the next n reads
+of Seeds are. Test tooling and demo only.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ ERROR_CODES = {
 }
 _SHOOT = re.compile(rf"^{API}/namespaces/([^/]+)/shoots/([^/]+)(/adminkubeconfig)?$")
 _SHOOTS = re.compile(rf"^{API}/namespaces/([^/]+)/shoots$")
+_SEEDS = re.compile(rf"^{API}/seeds(/[^/]+)?$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 PROJECT_AND_SHOOT_MAX = 21
 """Gardener's admission: a project's name and a Shoot's name together at most 21 characters
@@ -328,6 +330,7 @@ class GardenerSimulator:
         self.kubeconfigs_issued = 0
         self._throttle = 0
         self._refusals: list[int] = []
+        self._seed_refusals: list[int] = []
         self.faults: dict[str, str] = {}
         """Shoot name -> fault: set as the `FAULT` annotation when the Shoot appears (for Shoots
         a client creates, which cannot carry the simulator's annotation itself)."""
@@ -351,7 +354,15 @@ class GardenerSimulator:
         what is left of an earlier refusal."""
         self._refusals = [status] * writes
 
+    def refuse_seed_reads(self, status: int, reads: int = 1) -> None:
+        """Answer the next `reads` reads of Seeds (list, get) with `status`; `reads=0` lifts
+        what is left of an earlier refusal."""
+        self._seed_refusals = [status] * reads
+
     def _refuse_injected(self, request: Request, match: re.Match[str] | None) -> Response | None:
+        if self._seed_refusals and _SEEDS.match(request.url.path) and request.method == "GET":
+            status = self._seed_refusals.pop(0)
+            return _status(status, "InternalError", f"simulated refusal ({status}) of a Seed read")
         writes = request.method in ("POST", "PUT", "PATCH") and "/shoots" in request.url.path
         if not self._refusals or not writes or (match and match.group(3)):
             return None
@@ -459,7 +470,7 @@ class GardenerSimulator:
     async def _proxy(self, request: Request) -> Response:
         path = request.url.path
         match = _SHOOT.match(path)
-        resource = "shoots" if "/shoots" in path else "other"
+        resource = "shoots" if "/shoots" in path else "seeds" if _SEEDS.match(path) else "other"
         if match and match.group(3):
             resource = "adminkubeconfig"
         self.requests[f"{request.method} {resource}"] += 1
