@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from reconciler.devcluster.gardener import schedule, seed, selector_matches
+from reconciler.infra.gardener import Gardener, GardenerError, RateLimiter
 from reconciler.infra.skr import provisioning_info
 from reconciler.model.seeds import no_matching_seeds, seed_regions, seed_usable
 from tests.infra.samples import runtime
@@ -181,3 +182,18 @@ def test_the_provisioning_info_carries_the_region_of_the_shoots_seed_as_kim() ->
     assert info["seedRegion"] == "eu-west-1"
     assert info["region"] == "eu-central-1"
     assert "seedRegion" not in provisioning_info(body, shoot)  # not placed yet: left out
+
+
+class _NoClient:
+    async def request(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"nothing may be sent: {args}")
+
+
+@pytest.mark.parametrize(
+    "name", ["../../api/v1/secrets/x", "a/b", "x?dryRun=All", "%2e%2e", "..", "", "A", "a..b"]
+)
+async def test_the_gardener_client_reads_nothing_but_a_seed_by_its_name(name: str) -> None:
+    gardener = Gardener(_NoClient(), "p", RateLimiter(None))  # type: ignore[arg-type]
+    with pytest.raises(GardenerError, match="invalid Seed name") as refused:
+        await gardener.get_seed(name)
+    assert refused.value.retryable is False
