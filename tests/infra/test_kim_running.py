@@ -1,5 +1,6 @@
-"""The manager runs as KIM runs (docs/infra.md, "KIM parity: running"), on the test bed: Gardener's
-error classes on create and on update, and a cluster KIM configured taken over."""
+"""The manager runs as KIM runs (docs/infra.md, "KIM parity: running"), on the test bed: the seed
+checks, Gardener's error classes on create and on update, and a cluster KIM configured taken
+over."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from reconciler.devcluster.gardener import FAULT
+from reconciler.devcluster.gardener import FAULT, seed
 from reconciler.infra.converter.common import structured_auth_configmap
 from reconciler.infra.shoot import shoot_for
 from reconciler.infra.skr import BINDING_LABELS, OIDC_LABELS
@@ -49,10 +50,52 @@ async def provisioned(world: World, name: str, reason: str, text: str) -> dict[s
     return found
 
 
-async def test_gardener_errors_are_retried_where_kim_retries_them_on_create_and_update(
+async def test_seeds_are_checked_and_reported_and_gardener_errors_retried_as_kim_does(
     world: World,
 ) -> None:
     simulator, gardener = world.garden.simulator, world.garden.gardener
+    # create bound to a region without a usable seed: Failed, naming the regions with one,
+    # nothing sent to Gardener
+    lonely = runtime("rt-sa", world.namespace, shoot="shoot-sa")
+    lonely["spec"]["shoot"].update({"region": "ap-southeast-1", "enforceSeedLocation": True})
+    await world.kcp.apply(lonely)
+    failed = await world.state("rt-sa", "Failed")
+    assert condition(failed, "Provisioned")["reason"] == "SeedNotFound"
+    message = condition(failed, "Provisioned")["message"]
+    assert "ap-southeast-1" in message
+    assert "eu-central-1, eu-west-1" in message  # the default aws seeds' regions
+    assert await gardener.get_shoot("shoot-sa") is None
+    assert simulator.requests["PATCH shoots"] == 0
+    # bound to a region with one: created on that seed, its region in the provisioning info
+    placed = runtime("rt-sb", world.namespace, shoot="shoot-sb")
+    placed["spec"]["shoot"]["enforceSeedLocation"] = True
+    simulator.refuse_seed_reads(503, 1000)  # first the Seeds cannot be listed: asked again
+    await world.kcp.apply(placed)
+    waiting = await provisioned(world, "rt-sb", "GardenerErr", "Failed to verify whether seed")
+    assert waiting["status"]["state"] == "Pending"
+    simulator.refuse_seed_reads(503, 0)
+    await world.state("rt-sb", "Ready")
+    shoot = await gardener.get_shoot("shoot-sb")
+    assert shoot is not None
+    assert shoot["spec"]["seedName"] == "aws-eu1"
+    async with world.shoot_cluster() as cluster:
+        info = await cluster.client.request(
+            "GET", "/api/v1/namespaces/kyma-system/configmaps/kyma-provisioning-info"
+        )
+    details = yaml.safe_load(info["data"]["details"])
+    assert (details["runtimeID"], details["seedRegion"]) == ("rt-sb", "eu-central-1")
+    # a Shoot Gardener cannot place (no usable seed of its provider): Failed, not retried
+    try:
+        for name, region in (("aws-eu1", "eu-central-1"), ("aws-eu2", "eu-west-1")):
+            await simulator.put_seed(seed(name, "aws", region, ready=False))
+        await world.kcp.apply(runtime("rt-sc", world.namespace, shoot="shoot-sc"))
+        failed = await world.state("rt-sc", "Failed")
+    finally:
+        await simulator.reset_seeds()
+    assert condition(failed, "Provisioned")["reason"] == "CreationErr"
+    assert condition(failed, "Provisioned")["message"] == "Shoot creation failed, no matching seeds"
+    assert "matching provider" in failed["status"]["shootLastOperation"]["description"]
+
     # create, Gardener's admission refuses the Shoot (422): KIM retries any refused creation
     simulator.refuse_writes(422, 1000)
     await world.kcp.apply(runtime("rt-v", world.namespace, shoot="shoot-v"))

@@ -10,12 +10,18 @@ group (the Shoot CRD could not be served next to it). The proxy keeps the CRD, s
 own REST paths, and the infrastructure manager's garden kubeconfig simply points at it: the
 client cannot tell. Everything else is forwarded unchanged (no watches: the manager polls).
 
+Gardener's cluster-scoped Seeds are served too (a CRD with a status subresource), with usable
+defaults per provider type (`DEFAULT_SEEDS`, see `reset_seeds`); the controller places each
+Shoot on one (`schedule`: `spec.seedName`) before operating on it, and leaves a Shoot no Seed fits
+unscheduled with Gardener's `Create Pending` "Failed to schedule Shoot: ..." until one does.
+
 Faults are driven by annotations on the Shoot (`FAULT`: `quota` and `rate-limit` hold the
 operation in Gardener's retryable `Error` state until the annotation goes, `error` fails it
 (`Failed`), `<State>:<CODE>,...` ends it in that state with those codes, see `fault_outcome`;
 `DURATION`: seconds an operation takes), by `throttle(n)`: the next n proxied requests are
-answered 429, as an overloaded Gardener API does, and by `refuse_writes(status, n)`: the next n
-Shoot writes are refused with `status`. Test tooling and demo only.
+answered 429, as an overloaded Gardener API does, by `refuse_writes(status, n)`: the next n
+Shoot writes are refused with `status`, and by `refuse_seed_reads(status, n)`: the next n reads
+of Seeds are. Test tooling and demo only.
 """
 
 from __future__ import annotations
@@ -50,6 +56,15 @@ from reconciler.kube.client import KubeClient
 from reconciler.kube.cluster import Cluster
 from reconciler.kube.informer import list_and_watch
 from reconciler.kube.kubeconfig import load_kubeconfig
+from reconciler.model.seeds import (
+    BACKUP_BUCKETS_READY,
+    GARDENLET_READY,
+    NO_MATCHING_PROVIDER,
+    SEED_PROVIDER_LABEL,
+    SEED_REGION_LABEL,
+    seed_provider,
+    seed_usable,
+)
 from reconciler.util.clock import utcnow
 
 GROUP = "core.gardener.cloud"
@@ -58,6 +73,7 @@ FAULT = "simulator.reconciler.kyma-project.io/fault"
 DURATION = "simulator.reconciler.kyma-project.io/duration"
 DELETION_CONFIRMATION = "confirmation.gardener.cloud/deletion"
 FINALIZER = "gardener"
+APPLY_PATCH = "application/apply-patch+yaml"
 ERROR_CODES = {
     "quota": "ERR_INFRA_QUOTA_EXCEEDED",
     "rate-limit": "ERR_INFRA_RATE_LIMITS_EXCEEDED",
@@ -65,11 +81,42 @@ ERROR_CODES = {
 }
 _SHOOT = re.compile(rf"^{API}/namespaces/([^/]+)/shoots/([^/]+)(/adminkubeconfig)?$")
 _SHOOTS = re.compile(rf"^{API}/namespaces/([^/]+)/shoots$")
+_SEEDS = re.compile(rf"^{API}/seeds(/[^/]+)?$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 PROJECT_AND_SHOOT_MAX = 21
 """Gardener's admission: a project's name and a Shoot's name together at most 21 characters
 (both end up in the shoot's domain)."""
 _PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _gardener_crd(kind: str, scope: str, status: dict[str, Any]) -> dict[str, Any]:
+    """A CRD of Gardener's `core.gardener.cloud/v1beta1` with a status subresource; its spec
+    kept as written."""
+    plural = f"{kind.lower()}s"
+    schema = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": _PRESERVE,
+            "status": status,
+        },
+    }
+    names = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()}
+    version = {
+        "name": "v1beta1",
+        "served": True,
+        "storage": True,
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": schema},
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {"group": GROUP, "names": names, "scope": scope, "versions": [version]},
+    }
 
 
 def shoot_crd() -> dict[str, Any]:
@@ -83,40 +130,131 @@ def shoot_crd() -> dict[str, Any]:
             "lastErrors": {"type": "array", "items": _PRESERVE},
         },
     }
-    schema = {
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": _PRESERVE,
-            "status": status,
+    return _gardener_crd("Shoot", "Namespaced", status)
+
+
+def seed_crd() -> dict[str, Any]:
+    """Gardener's Seed: cluster-scoped, with a status subresource; the simulator's scheduler
+    and the manager read `spec.provider`, `spec.settings.scheduling.visible`, `spec.backup`,
+    `status.lastOperation` and `status.conditions` (the rest is kept as written)."""
+    return _gardener_crd("Seed", "Cluster", _PRESERVE)
+
+
+DEFAULT_SEEDS = (
+    ("aws-eu1", "aws", "eu-central-1"),
+    ("aws-eu2", "aws", "eu-west-1"),
+    ("az-eu1", "azure", "westeurope"),
+    ("gcp-eu1", "gcp", "europe-west3"),
+    ("os-eu1", "openstack", "eu-de-1"),
+    ("ali-eu1", "alicloud", "eu-central-1"),
+    ("gdch-eu1", "gdch", "eu-central-1"),
+)
+"""(name, provider type, region) of the usable Seeds the simulator starts with: one or two per
+provider type the manager supports, in the regions the tests and the demo use."""
+
+
+def seed(
+    name: str,
+    provider: str,
+    region: str,
+    *,
+    visible: bool = True,
+    ready: bool = True,
+    backup: bool = False,
+    backup_ready: bool = True,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Seed as Gardener shows it (`status` included): labelled with its provider and region,
+    as Gardener labels its seeds; `ready`: its gardenlet is ready and it was reconciled."""
+    body: dict[str, Any] = {
+        "apiVersion": f"{GROUP}/v1beta1",
+        "kind": "Seed",
+        "metadata": {
+            "name": name,
+            "labels": {SEED_PROVIDER_LABEL: provider, SEED_REGION_LABEL: region, **(labels or {})},
         },
-    }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"shoots.{GROUP}"},
         "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": "Shoot",
-                "listKind": "ShootList",
-                "plural": "shoots",
-                "singular": "shoot",
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1beta1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": schema},
-                }
-            ],
+            "provider": {"type": provider, "region": region},
+            "settings": {"scheduling": {"visible": visible}},
         },
+        "status": {"conditions": []},
     }
+    if backup:
+        body["spec"]["backup"] = {"provider": provider, "region": region}
+    if ready:
+        body["status"] = {
+            "lastOperation": {
+                "type": "Reconcile",
+                "state": "Succeeded",
+                "progress": 100,
+                "lastUpdateTime": _now(),
+                "description": "Seed reconciled",
+            },
+            "conditions": [
+                {"type": GARDENLET_READY, "status": "True", "reason": "GardenletReady"},
+                {
+                    "type": BACKUP_BUCKETS_READY,
+                    "status": "True" if backup_ready else "False",
+                    "reason": "BackupBucketsAvailable" if backup_ready else "BackupBucketsError",
+                },
+            ],
+        }
+    return body
+
+
+def _seed_view(body: dict[str, Any]) -> tuple[Any, ...]:
+    """What the scheduler and the manager read of a Seed (unchanged: no need to write it)."""
+    return (
+        seed_provider(body),
+        seed_usable(body),
+        bool((body.get("spec") or {}).get("backup")),
+        body["metadata"].get("labels") or {},
+    )
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (`matchLabels`, `matchExpressions`) against `labels`; no
+    selector matches everything."""
+    if not selector:
+        return True
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, values = expression.get("key"), expression.get("values") or []
+        present = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }.get(str(expression.get("operator")), False)
+        if not present:
+            return False
+    return True
+
+
+def schedule(shoot: dict[str, Any], seeds: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """Gardener's scheduler in brief: (the Seed for the Shoot, None when none fits; why not).
+    The usable seeds, then those matching the Shoot's `seedSelector`, then those of its
+    provider type; among them one in the Shoot's region first, else the first by name."""
+    spec = shoot.get("spec") or {}
+    candidates = sorted(
+        (s for s in seeds if seed_usable(s)), key=lambda s: str(s["metadata"]["name"])
+    )
+    selector = spec.get("seedSelector")
+    matching = [
+        s for s in candidates if selector_matches(selector, s["metadata"].get("labels") or {})
+    ]
+    if not matching:
+        return None, (
+            f"Failed to schedule Shoot: none out of the {len(candidates)} seeds has the matching "
+            f"labels required by seed selector of 'Shoot' (selector: '{json.dumps(selector)}')"
+        )
+    provider = str((spec.get("provider") or {}).get("type") or "")
+    fitting = [s for s in matching if seed_provider(s)[0] == provider]
+    if not fitting:
+        return None, NO_MATCHING_PROVIDER.format(count=len(matching), provider=json.dumps(provider))
+    same_region = [s for s in fitting if seed_provider(s)[1] == spec.get("region")]
+    return str((same_region or fitting)[0]["metadata"]["name"]), ""
 
 
 def openidconnect_crd() -> dict[str, Any]:
@@ -192,6 +330,7 @@ class GardenerSimulator:
         self.kubeconfigs_issued = 0
         self._throttle = 0
         self._refusals: list[int] = []
+        self._seed_refusals: list[int] = []
         self.faults: dict[str, str] = {}
         """Shoot name -> fault: set as the `FAULT` annotation when the Shoot appears (for Shoots
         a client creates, which cannot carry the simulator's annotation itself)."""
@@ -215,7 +354,15 @@ class GardenerSimulator:
         what is left of an earlier refusal."""
         self._refusals = [status] * writes
 
+    def refuse_seed_reads(self, status: int, reads: int = 1) -> None:
+        """Answer the next `reads` reads of Seeds (list, get) with `status`; `reads=0` lifts
+        what is left of an earlier refusal."""
+        self._seed_refusals = [status] * reads
+
     def _refuse_injected(self, request: Request, match: re.Match[str] | None) -> Response | None:
+        if self._seed_refusals and _SEEDS.match(request.url.path) and request.method == "GET":
+            status = self._seed_refusals.pop(0)
+            return _status(status, "InternalError", f"simulated refusal ({status}) of a Seed read")
         writes = request.method in ("POST", "PUT", "PATCH") and "/shoots" in request.url.path
         if not self._refusals or not writes or (match and match.group(3)):
             return None
@@ -226,12 +373,13 @@ class GardenerSimulator:
         return self.workdir / "garden-kubeconfig"
 
     async def start(self) -> Path:
-        for kubeconfig, crd in (
-            (self.garden_kubeconfig, shoot_crd()),
-            (self.shoot_kubeconfig, openidconnect_crd()),
+        for kubeconfig, crds in (
+            (self.garden_kubeconfig, [shoot_crd(), seed_crd()]),
+            (self.shoot_kubeconfig, [openidconnect_crd()]),
         ):
             async with await Cluster.connect(kubeconfig) as cluster:
-                await crdgen.install_crds(cluster, [crd], field_manager="gardener-simulator")
+                await crdgen.install_crds(cluster, crds, field_manager="gardener-simulator")
+        await self.reset_seeds()
         (port,) = free_ports(1)
         app = Starlette(
             routes=[
@@ -265,6 +413,37 @@ class GardenerSimulator:
         self.kubeconfig.write_text(yaml.safe_dump(config_text, sort_keys=False))
         return self.kubeconfig
 
+    async def put_seed(self, body: dict[str, Any]) -> None:
+        """Create or replace a Seed, its status included (see `seed()`)."""
+        name = body["metadata"]["name"]
+        path = f"{API}/seeds/{name}"
+        params = {"fieldManager": "gardener-simulator", "force": "true"}
+        spec = {k: v for k, v in body.items() if k != "status"}
+        status = {k: v for k, v in body.items() if k not in ("spec", "metadata")}
+        status["metadata"] = {"name": name}
+        for target, part in ((path, spec), (f"{path}/status", status)):
+            await self.garden.request(
+                "PATCH", target, params=params, body=part, content_type=APPLY_PATCH
+            )
+
+    async def delete_seed(self, name: str) -> None:
+        with contextlib.suppress(ReconcilerError):  # gone already
+            await self.garden.request("DELETE", f"{API}/seeds/{name}")
+
+    async def reset_seeds(self) -> None:
+        """Back to `DEFAULT_SEEDS`, all usable; any other Seed goes (the garden is shared by
+        every simulator of a test session, and a test may have altered its Seeds)."""
+        listing = await self.garden.request("GET", f"{API}/seeds")
+        live = {item["metadata"]["name"]: item for item in listing.get("items") or []}
+        defaults = {name: (provider, region) for name, provider, region in DEFAULT_SEEDS}
+        for name in live.keys() - defaults.keys():
+            await self.delete_seed(name)
+        for name, (provider, region) in defaults.items():
+            wanted = seed(name, provider, region, backup=name == "aws-eu1")
+            found = live.get(name)
+            if found is None or _seed_view(found) != _seed_view(wanted):
+                await self.put_seed(wanted)
+
     async def ensure_project(self, project: str) -> str:
         """The project's namespace `garden-<project>` in the garden cluster."""
         name = f"garden-{project}"
@@ -291,7 +470,7 @@ class GardenerSimulator:
     async def _proxy(self, request: Request) -> Response:
         path = request.url.path
         match = _SHOOT.match(path)
-        resource = "shoots" if "/shoots" in path else "other"
+        resource = "shoots" if "/shoots" in path else "seeds" if _SEEDS.match(path) else "other"
         if match and match.group(3):
             resource = "adminkubeconfig"
         self.requests[f"{request.method} {resource}"] += 1
@@ -587,8 +766,34 @@ class GardenerSimulator:
             return float(annotations.get(DURATION, self.duration))
         return self.duration
 
+    async def _schedule(self, shoot: dict[str, Any]) -> None:
+        """Place a Shoot without `spec.seedName` on a Seed, as Gardener's scheduler binds it
+        (a new generation, operated on next); while no Seed fits, its `lastOperation` says
+        why (`Create Pending`, as Gardener's scheduler writes it) and it is tried again."""
+        written = ""
+        while True:
+            listing = await self.garden.request("GET", f"{API}/seeds")
+            chosen, why = schedule(shoot, list(listing.get("items") or []))
+            if chosen is not None:
+                await self._patch(shoot, {"spec": {"seedName": chosen}}, status=False)
+                return
+            if why != written:
+                last = {
+                    "type": "Create",
+                    "state": "Pending",
+                    "progress": 0,
+                    "lastUpdateTime": _now(),
+                    "description": why,
+                }
+                await self._patch(shoot, {"status": {"lastOperation": last}}, status=True)
+                written = why
+            await asyncio.sleep(max(self.duration, 0.2))
+
     async def _reconcile(self, shoot: dict[str, Any]) -> None:
         meta = shoot["metadata"]
+        if not (shoot.get("spec") or {}).get("seedName"):
+            await self._schedule(shoot)
+            return  # the binding is a new generation: seen again, and operated on then
         if FINALIZER not in (meta.get("finalizers") or []):
             finalizers = [*(meta.get("finalizers") or []), FINALIZER]
             await self._patch(shoot, {"metadata": {"finalizers": finalizers}}, status=False)

@@ -1,7 +1,7 @@
 """The boundary to Gardener: Shoots in the project namespace `garden-<project>` of the garden
-cluster and their `adminkubeconfig` subresource, on Gardener's own REST paths, through one rate
-limiter shared by every worker (KIM: 5 requests/s). Nothing else in the manager speaks to the
-garden cluster.
+cluster and their `adminkubeconfig` subresource, and the cluster-scoped Seeds (read only), on
+Gardener's own REST paths, through one rate limiter shared by every worker (KIM: 5 requests/s).
+Nothing else in the manager speaks to the garden cluster.
 
 Errors keep Gardener's status code: 429 and 5xx are retryable (`GardenerError.retryable`), the
 rest are not. Kubeconfigs are returned, never logged or put into messages.
@@ -27,6 +27,8 @@ SHOOT_API_VERSION = "core.gardener.cloud/v1beta1"
 DELETION_CONFIRMATION = "confirmation.gardener.cloud/deletion"
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
+SEED_NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+"""A Seed's name (a DNS subdomain): the last segment of its REST path."""
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 
 
@@ -181,6 +183,27 @@ class Gardener:
                 return False
             raise self._failed(f"refused to delete Shoot {name}", exc) from None
         return True
+
+    async def list_seeds(self) -> list[dict[str, Any]]:
+        """Gardener's Seeds (cluster-scoped: the garden identity needs `list` on
+        `seeds.core.gardener.cloud`)."""
+        try:
+            answer = await self._request("seeds", "GET", f"{API}/seeds")
+        except KubeApiError as exc:
+            raise self._failed("refused to list Seeds", exc) from None
+        return [dict(item) for item in (answer or {}).get("items") or []]
+
+    async def get_seed(self, name: str) -> dict[str, Any] | None:
+        """One Seed (None: there is none of that name)."""
+        if not re.fullmatch(SEED_NAME, name):
+            raise GardenerError(f"invalid Seed name {name[:80]!r}", retryable=False)
+        path = f"{API}/seeds/{name}"
+        try:
+            return dict(await self._request("seed", "GET", path))
+        except KubeApiError as exc:
+            if exc.status == 404:
+                return None
+            raise self._failed(f"refused to read Seed {name}", exc) from None
 
     async def admin_kubeconfig(self, name: str, seconds: int) -> tuple[str, dt.datetime]:
         """A fresh admin kubeconfig of the shoot, valid `seconds`: (kubeconfig, expiry)."""

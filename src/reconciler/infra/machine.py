@@ -58,6 +58,7 @@ from reconciler.model.infrastructure import (
     State,
 )
 from reconciler.model.kube_object import Body
+from reconciler.model.seeds import no_matching_seeds, seed_regions
 from reconciler.observability.logging import get_logger, log_state_change
 from reconciler.util.backoff import Backoff
 from reconciler.util.clock import Clock, utcnow
@@ -310,6 +311,10 @@ class RuntimeMachine:
         before = None if run.shoot is None else run.shoot["metadata"].get("generation")
         kind = ConditionType.PROVISIONED
         interval = self.settings.gardener_requeue_interval
+        if creating and run.spec.shoot.enforce_seed_location:
+            refused = await self._seed_missing(run)
+            if refused is not None:
+                return refused
         namespace = self.gardener.namespace
         try:
             shoot = shoot_for(run.runtime, namespace, self.converter, run.shoot)
@@ -349,6 +354,29 @@ class RuntimeMachine:
         await self._report(run, State.PENDING, kind, Reason.PROCESSING, message, ok=None)
         return Stop(State.PENDING, interval)
 
+    async def _seed_missing(self, run: Pass) -> Stop | None:
+        """KIM's check before creating a Shoot bound to its region (`enforceSeedLocation`): a
+        usable Seed of the provider must exist there, else the Runtime fails for good
+        (`SeedNotFound`, naming the regions that have one) and nothing is sent; Seeds that
+        cannot be listed are asked for again after the requeue interval."""
+        assert run.spec is not None
+        region, kind = run.spec.shoot.region, ConditionType.PROVISIONED
+        try:
+            seeds = await self.gardener.list_seeds()
+        except GardenerError as exc:
+            message = f"Failed to verify whether seed is available for the region {region}: {exc}"
+            await self._report(run, State.PENDING, kind, Reason.GARDENER_ERR, message)
+            return Stop(State.PENDING, self.settings.gardener_requeue_interval)
+        regions = seed_regions(seeds, run.spec.shoot.provider.type)
+        if region in regions:
+            return None
+        message = (
+            f"Cannot find available seed for the region {region}. The following regions have "
+            f"seeds ready: {', '.join(regions) or 'none'}."
+        )
+        await self._report(run, State.FAILED, kind, Reason.SEED_NOT_FOUND, message)
+        return Stop(State.FAILED, None)
+
     async def _wait_for_shoot(self, run: Pass) -> Step | Stop:
         """Gardener's word on the current generation, read and reported as KIM reports it:
         Unknown while in progress (and while failed with errors KIM retries), Failed only for
@@ -380,6 +408,11 @@ class RuntimeMachine:
             else:
                 message = seen.codes or "Shoot reconcile failed"
                 await self._report(run, State.FAILED, kind, Reason.PROCESSING_ERR, message)
+            return Stop(State.FAILED, None)
+        if seen.progress is Progress.PROCESSING and seen.creating and no_matching_seeds(run.shoot):
+            # Gardener cannot place the Shoot: KIM gives up rather than wait for a seed
+            message = "Shoot creation failed, no matching seeds"
+            await self._report(run, State.FAILED, kind, Reason.CREATION_ERR, message)
             return Stop(State.FAILED, None)
         if seen.progress is Progress.RETRYING:
             what = "provisioning" if seen.creating else "reconcile"
@@ -486,7 +519,8 @@ class RuntimeMachine:
         assert run.shoot is not None
         if not self._configured(run, ConditionType.OIDC_AND_CONFIGMAPS):
             client = self._shoot(run)
-            await apply_provisioning_info(client, run.runtime, run.shoot)
+            seed = await self._seed_of(run.shoot)
+            await apply_provisioning_info(client, run.runtime, run.shoot, seed)
             if oidc_enabled(run.shoot):
                 shared = self.converter.cluster.default_shared_ias_tenant
                 await configure_oidc(client, run.spec, shared)
@@ -503,6 +537,17 @@ class RuntimeMachine:
                 self.clock(),
             )
         return Step.ADMINISTRATORS
+
+    async def _seed_of(self, shoot: Body) -> Body | None:
+        """The Seed Gardener placed the Shoot on (`spec.seedName`; None while it has none). A
+        Seed it names that cannot be read is an error, retried, as KIM's."""
+        name = (shoot.get("spec") or {}).get("seedName")
+        if not name:
+            return None
+        seed = await self.gardener.get_seed(str(name))
+        if seed is None:
+            raise GardenerError(f"Seed {name} of the Shoot does not exist", retryable=True)
+        return seed
 
     async def _administrators(self, run: Pass) -> Step:
         assert run.spec is not None

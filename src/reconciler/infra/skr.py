@@ -32,6 +32,7 @@ from reconciler.model.infrastructure import (
     RuntimeSpec,
 )
 from reconciler.model.kube_object import Body
+from reconciler.model.seeds import seed_provider
 
 RBAC = "rbac.authorization.k8s.io"
 OIDC_API_VERSION = "authentication.gardener.cloud/v1alpha1"
@@ -90,10 +91,11 @@ def _pool(worker: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def provisioning_info(runtime: Body, shoot: Body) -> dict[str, Any]:
+def provisioning_info(runtime: Body, shoot: Body, seed: Body | None = None) -> dict[str, Any]:
     """KIM's `kyma-provisioning-info` details: the worker pools (the first is Kyma's), the
-    account and instance ids from the Runtime's labels, the regions, the shoot's infrastructure
-    config, its last reconcile time and its network details. Empty values are left out."""
+    account and instance ids from the Runtime's labels, the regions (the seed's region: of
+    `seed`, the Seed the Shoot is placed on), the shoot's infrastructure config, its last
+    reconcile time and its network details. Empty values are left out."""
     labels = runtime["metadata"].get("labels") or {}
     spec = (runtime.get("spec") or {}).get("shoot") or {}
     provider = spec.get("provider") or {}
@@ -124,12 +126,13 @@ def provisioning_info(runtime: Body, shoot: Body) -> dict[str, Any]:
         "platformRegion": spec.get("platformRegion"),
         "infrastructureConfig": (shoot_spec.get("provider") or {}).get("infrastructureConfig"),
         "networkDetails": network,
+        "seedRegion": seed_provider(seed)[1] if seed is not None else None,
     }
     return {key: value for key, value in details.items() if value not in (None, "", {})}
 
 
-def provisioning_info_configmap(runtime: Body, shoot: Body) -> Body:
-    details = yaml.safe_dump(provisioning_info(runtime, shoot), sort_keys=True)
+def provisioning_info_configmap(runtime: Body, shoot: Body, seed: Body | None = None) -> Body:
+    details = yaml.safe_dump(provisioning_info(runtime, shoot, seed), sort_keys=True)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -142,9 +145,11 @@ def provisioning_info_configmap(runtime: Body, shoot: Body) -> Body:
     }
 
 
-async def apply_provisioning_info(client: KubeClient, runtime: Body, shoot: Body) -> None:
+async def apply_provisioning_info(
+    client: KubeClient, runtime: Body, shoot: Body, seed: Body | None = None
+) -> None:
     path = f"/api/v1/namespaces/{KYMA_SYSTEM}/configmaps/{PROVISIONING_INFO}"
-    await _apply(client, path, provisioning_info_configmap(runtime, shoot))
+    await _apply(client, path, provisioning_info_configmap(runtime, shoot, seed))
 
 
 # --- OIDC ----------------------------------------------------------------------------------------

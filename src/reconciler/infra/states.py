@@ -221,6 +221,7 @@ class Reason(enum.StrEnum):
     CREATION_ERR = "CreationErr"
     GARDENER_ERR = "GardenerErr"
     CONVERSION_ERR = "ConversionErr"
+    SEED_NOT_FOUND = "SeedNotFound"
     AUDIT_LOG_ERR = "AuditLogErr"
     KUBERNETES_ERR = "KubernetesErr"
     SHOOT_CREATION_COMPLETED = "ShootCreationCompleted"
