@@ -109,6 +109,25 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
     assert cluster.raw["spec"]["kubeconfig"]["secret"]["name"] == "kubeconfig-rt-a"
 
     patches = world.garden.simulator.requests["PATCH shoots"]
+    acl = {"allowedCIDRs": ["10.0.0.1/32"]}  # KIM fails the Runtime without its ConfigMap
+    body["spec"]["shoot"]["kubernetes"]["kubeAPIServer"]["acl"] = acl
+    await world.kcp.apply(body)
+    failed = await world.state("rt-a", "Failed")
+    message = f"ACL ConfigMap {world.namespace}/kcp-acl not found"
+    assert [c["message"] for c in failed["status"]["conditions"] if c["type"] == "Provisioned"] == [
+        message
+    ]
+    await world.kcp.apply(  # the operators' and the control plane's addresses, as KIM's
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "kcp-acl", "namespace": world.namespace},
+            "data": {
+                "acl-list.json": '["192.168.1.0/24"]',
+                "kcp-external-nat-ip.json": '"172.16.0.1/32"',
+            },
+        }
+    )
     body["spec"]["shoot"]["provider"]["workers"] = [worker(maximum=7)]
     body["spec"]["security"]["administrators"] = ["admin@example.com"]
     await world.kcp.apply(body)
@@ -129,6 +148,17 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
 
     await poll_until(patched, timeout=60, what="Shoot patched and Runtime Ready again")
     assert world.garden.simulator.requests["PATCH shoots"] == patches + 1
+    shoot_now = await world.garden.gardener.get_shoot("shoot-a")
+    assert shoot_now is not None
+    extension = [e for e in shoot_now["spec"]["extensions"] if e["type"] == "acl"]
+    cidrs = ["10.0.0.1/32", "192.168.1.0/24", "172.16.0.1/32"]  # the Runtime's gained ACL
+    assert extension == [
+        {
+            "type": "acl",
+            "providerConfig": {"rule": {"action": "ALLOW", "cidrs": cidrs, "type": "remote_ip"}},
+            "disabled": False,
+        }
+    ]
     async with await Cluster.connect(kubeconfig_of(kubeconfig_secret), text=True) as shoot:
         gone = await shoot.get(
             {
