@@ -16,6 +16,7 @@ from reconciler.errors import ChartError
 from reconciler.infra.converter.config import load_converter_config
 from reconciler.infra.crds import all_crds as infra_crds
 from reconciler.kube.cluster import Cluster
+from reconciler.model.kube_object import KubeObject
 from reconciler.operator.clusters.crds import all_crds
 from tests.cli.test_deploy_cli import invoke_async
 from tests.conftest import KubeTarget
@@ -282,6 +283,20 @@ async def test_reconciler_deploy_installs_the_chart_from_the_deploy_workspace(
     assert image == "registry.example/reconciler:0.1.0"
 
 
+def acl_switch(objects: list[KubeObject]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The manager's RECONCILER_INFRA_API_SERVER_ACL_ENABLED and its ConfigMap rules."""
+    [deployment] = [
+        d for d in by_kind(objects, "Deployment") if d["metadata"]["name"].endswith("-infra")
+    ]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    [role] = [
+        r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"].endswith("-infra")
+    ]
+    rules = [r for r in role["rules"] if "configmaps" in r["resources"]]
+    return env.get("RECONCILER_INFRA_API_SERVER_ACL_ENABLED"), rules
+
+
 async def test_the_converter_configuration_reaches_the_manager_as_a_file_it_reads(
     tmp_path: Path,
 ) -> None:
@@ -313,13 +328,20 @@ async def test_the_converter_configuration_reaches_the_manager_as_a_file_it_read
     assert load_converter_config(written) == load_converter_config(CONVERTER_CONFIG)
 
     own = {**infra, "converterConfigMap": "kim-config", "converterConfigKey": "config.yaml"}
+    own["apiServerAclEnabled"] = True  # KIM's flag, and the right to read its ACL ConfigMap
     objects = await render(merged(MINIMAL, {"infrastructureManager": own}))
     assert mounted(by_kind(objects, "Deployment")) == (
         "/etc/reconciler/converter/config.yaml",
         "kim-config",
     )
+    assert acl_switch(objects) == (
+        "true",
+        [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    )
     assert not [c for c in by_kind(objects, "ConfigMap") if "converter" in c["metadata"]["name"]]
-    plain = by_kind(await render(merged(MINIMAL, {"infrastructureManager": infra})), "Deployment")
+    plain_objects = await render(merged(MINIMAL, {"infrastructureManager": infra}))
+    assert acl_switch(plain_objects) == (None, [])
+    plain = by_kind(plain_objects, "Deployment")
     [deployment] = [d for d in plain if d["metadata"]["name"].endswith("-infra")]
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert "RECONCILER_INFRA_CONVERTER_CONFIG" not in {e["name"] for e in container["env"]}

@@ -84,6 +84,7 @@ SETTINGS = InfraSettings(
     error_interval=0.2,
     error_max_interval=1.0,
     converter_config=CONVERTER_CONFIG,
+    api_server_acl_enabled=True,  # only Runtimes listing ACL CIDRs are affected
 )
 
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from reconciler.cli.infra import app
 from reconciler.devcluster import shootvalidation
 from reconciler.infra.converter import ConversionError
+from reconciler.infra.converter.acl import AclAddresses, AclConfigError, addresses_of
 from reconciler.infra.converter.common import structured_auth_configmap
 from reconciler.infra.converter.config import ConverterConfigError, load_converter_config
 from reconciler.infra.shoot import AuditLogError, refusal_reason, shoot_for
@@ -200,3 +201,165 @@ def test_infra_run_refuses_a_bad_converter_configuration_before_anything_runs(
     assert result.exit_code != 0
     assert f"RECONCILER_INFRA_CONVERTER_CONFIG ({path}): " in result.output
     assert "kubernetes: Field required" in result.output
+
+
+# --- the API-server ACL extension (KIM's apiServerACL.go and its extender) -------------------
+
+KIM_ADDRESSES = AclAddresses(("192.168.1.0/24",), "172.16.0.1/32")
+"""KIM's test values: one operator CIDR, the control plane's NAT address."""
+NVIDIA = {"type": "shoot-nvidia-openshell", "disabled": False}
+
+
+ZONES = {"aws": "eu-central-1a", "azure": "1", "gcp": "europe-west3-a"}
+
+
+def acl_runtime(cidrs: list[str] | None, provider: str = "aws") -> dict[str, Any]:
+    body = case_runtime({})
+    shoot = body["spec"]["shoot"]
+    shoot["provider"]["type"] = provider
+    shoot["provider"]["workers"][0]["zones"] = [ZONES[provider]]
+    if cidrs is not None:
+        shoot["kubernetes"]["kubeAPIServer"]["acl"] = {"allowedCIDRs": cidrs}
+    return body
+
+
+def enabled_acl(cidrs: list[str]) -> dict[str, Any]:
+    rule = {"action": "ALLOW", "cidrs": cidrs, "type": "remote_ip"}
+    return {"type": "acl", "providerConfig": {"rule": rule}, "disabled": False}
+
+
+def extensions_of(shoot: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(shoot["spec"]["extensions"])
+
+
+def acl_of(shoot: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in extensions_of(shoot) if e["type"] == "acl"]
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "provider", "addresses", "expected"),
+    [
+        pytest.param(
+            ["10.0.0.1/32", "10.0.0.2/32"],
+            "aws",
+            KIM_ADDRESSES,
+            [enabled_acl(["10.0.0.1/32", "10.0.0.2/32", "192.168.1.0/24", "172.16.0.1/32"])],
+            id="user-operator-kcp-in-order",
+        ),
+        pytest.param(
+            ["172.16.0.1/32", "192.168.1.0/24"],
+            "azure",
+            KIM_ADDRESSES,
+            [enabled_acl(["172.16.0.1/32", "192.168.1.0/24", "192.168.1.0/24", "172.16.0.1/32"])],
+            id="azure-no-deduplication",
+        ),
+        pytest.param([], "aws", KIM_ADDRESSES, [], id="empty-cidrs-none"),
+        pytest.param(None, "aws", KIM_ADDRESSES, [], id="no-acl-none"),
+        pytest.param(["10.0.0.1/32"], "gcp", KIM_ADDRESSES, [], id="gcp-none"),
+        pytest.param(["10.0.0.1/32"], "aws", None, [], id="switched-off-none"),
+    ],
+)
+def test_a_new_shoot_gets_the_acl_extension_as_kim_builds_it(
+    cidrs: list[str] | None,
+    provider: str,
+    addresses: AclAddresses | None,
+    expected: list[dict[str, Any]],
+) -> None:
+    shoot = shoot_for(acl_runtime(cidrs, provider), NAMESPACE, CONVERTER, acl=addresses)
+    assert acl_of(shoot) == expected
+    assert shootvalidation.validate(shoot["spec"]) == []
+
+
+@pytest.mark.parametrize(
+    ("on_the_shoot", "cidrs", "expected"),
+    [
+        pytest.param(
+            None,
+            ["10.0.0.1/32"],
+            enabled_acl(["10.0.0.1/32", "192.168.1.0/24", "172.16.0.1/32"]),
+            id="gained",
+        ),
+        pytest.param(
+            enabled_acl(["10.9.9.9/32"]),
+            ["10.0.0.1/32"],
+            enabled_acl(["10.0.0.1/32", "192.168.1.0/24", "172.16.0.1/32"]),
+            id="changed",
+        ),
+        pytest.param(
+            enabled_acl(["10.9.9.9/32"]), None, {"type": "acl", "disabled": True}, id="dropped"
+        ),
+        pytest.param(
+            enabled_acl(["10.9.9.9/32"]), [], {"type": "acl", "disabled": True}, id="emptied"
+        ),
+        pytest.param(None, None, None, id="never"),
+    ],
+)
+def test_an_update_adds_changes_or_disables_the_acl_extension_and_keeps_the_others(
+    on_the_shoot: dict[str, Any] | None,
+    cidrs: list[str] | None,
+    expected: dict[str, Any] | None,
+) -> None:
+    created = shoot_for(case_runtime({}), NAMESPACE, CONVERTER)
+    foreign = {"type": "shoot-foreign", "providerConfig": {"x": 1}}
+    before = [foreign, *extensions_of(created)]
+    if on_the_shoot is not None:
+        before.insert(1, on_the_shoot)
+    before.append(NVIDIA)  # the Runtime does not ask for it: switched off in place
+    existing = {**created, "spec": {**created["spec"], "extensions": before}}
+    addresses = KIM_ADDRESSES if cidrs else None  # read only when the Runtime needs them
+    shoot = shoot_for(acl_runtime(cidrs), NAMESPACE, CONVERTER, existing, addresses)
+    after = extensions_of(shoot)
+    assert [e["type"] for e in after][: len(before)] == [e["type"] for e in before]
+    assert after[0] == foreign
+    assert acl_of(shoot) == ([] if expected is None else [expected])
+    if on_the_shoot is not None:
+        assert after[1] == expected  # in the place it had
+    others = [e for e in after if e["type"] not in ("acl", NVIDIA["type"])]
+    assert others == [e for e in before if e["type"] not in ("acl", NVIDIA["type"])]
+
+
+@pytest.mark.parametrize(
+    ("data", "complaint"),
+    [
+        (None, "key acl-list.json is missing"),
+        ({"acl-list.json": '["1.2.3.4/32"]'}, "key kcp-external-nat-ip.json is missing"),
+        ({"acl-list.json": "[1.2.", "kcp-external-nat-ip.json": '"5.6.7.8/32"'}, "not JSON"),
+        (
+            {"acl-list.json": '"1.2.3.4/32"', "kcp-external-nat-ip.json": '"x"'},
+            "acl-list.json is not a list of strings",
+        ),
+        (
+            {"acl-list.json": "[]", "kcp-external-nat-ip.json": '["5.6.7.8/32"]'},
+            "kcp-external-nat-ip.json is not a string",
+        ),
+    ],
+)
+def test_a_malformed_acl_configmap_is_a_conversion_error_naming_it(
+    data: dict[str, str] | None, complaint: str
+) -> None:
+    with pytest.raises(AclConfigError) as caught:
+        addresses_of("kcp-system/kcp-acl", data)
+    assert str(caught.value).startswith("ACL ConfigMap kcp-system/kcp-acl: ")
+    assert complaint in str(caught.value)
+    assert refusal_reason(caught.value) == "ConversionErr"
+
+
+def test_the_acl_configmap_as_kim_reads_it() -> None:
+    data = {
+        "acl-list.json": '["192.168.1.0/24", "10.1.0.0/16"]',
+        "kcp-external-nat-ip.json": '"172.16.0.1/32"',
+    }
+    assert addresses_of("kcp-acl", data) == AclAddresses(
+        ("192.168.1.0/24", "10.1.0.0/16"), "172.16.0.1/32"
+    )
+
+
+def test_infra_run_refuses_the_acl_switched_on_without_its_configmap_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RECONCILER_INFRA_CONVERTER_CONFIG", raising=False)  # no name in these
+    monkeypatch.setenv("RECONCILER_INFRA_API_SERVER_ACL_ENABLED", "true")
+    result = CliRunner().invoke(app, ["run", "--garden-kubeconfig", str(tmp_path / "none")])
+    assert result.exit_code != 0
+    assert "RECONCILER_INFRA_API_SERVER_ACL_ENABLED is on" in result.output
+    assert "kubernetes.kubeApiServer.acl.configMapName" in result.output

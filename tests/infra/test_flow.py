@@ -53,6 +53,25 @@ async def shoot_names(world: World) -> list[str]:
     return [item["metadata"]["name"] for item in listing["items"]]
 
 
+KCP_ACL = ["192.168.1.0/24", "172.16.0.1/32"]
+
+
+async def apply_acl_configmap(world: World) -> None:
+    """The operators' and the control plane's addresses, as KIM's ACL ConfigMap holds them."""
+    data = {"acl-list.json": f'["{KCP_ACL[0]}"]', "kcp-external-nat-ip.json": f'"{KCP_ACL[1]}"'}
+    meta = {"name": "kcp-acl", "namespace": world.namespace}
+    await world.kcp.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data})
+
+
+def acl_cidrs(shoot: dict[str, Any]) -> list[str]:
+    """The CIDRs of the Shoot's one enabled `acl` extension."""
+    (extension,) = [e for e in shoot["spec"]["extensions"] if e["type"] == "acl"]
+    assert extension["disabled"] is False
+    rule = extension["providerConfig"]["rule"]
+    assert (rule["action"], rule["type"]) == ("ALLOW", "remote_ip")
+    return list(rule["cidrs"])
+
+
 async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_deleted(
     world: World,
 ) -> None:
@@ -109,6 +128,15 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
     assert cluster.raw["spec"]["kubeconfig"]["secret"]["name"] == "kubeconfig-rt-a"
 
     patches = world.garden.simulator.requests["PATCH shoots"]
+    acl = {"allowedCIDRs": ["10.0.0.1/32"]}  # KIM fails the Runtime without its ConfigMap
+    body["spec"]["shoot"]["kubernetes"]["kubeAPIServer"]["acl"] = acl
+    await world.kcp.apply(body)
+    failed = await world.state("rt-a", "Failed")
+    message = f"ACL ConfigMap {world.namespace}/kcp-acl not found"
+    assert [c["message"] for c in failed["status"]["conditions"] if c["type"] == "Provisioned"] == [
+        message
+    ]
+    await apply_acl_configmap(world)
     body["spec"]["shoot"]["provider"]["workers"] = [worker(maximum=7)]
     body["spec"]["security"]["administrators"] = ["admin@example.com"]
     await world.kcp.apply(body)
@@ -129,6 +157,9 @@ async def test_a_runtime_becomes_a_ready_shoot_is_patched_once_per_change_and_de
 
     await poll_until(patched, timeout=60, what="Shoot patched and Runtime Ready again")
     assert world.garden.simulator.requests["PATCH shoots"] == patches + 1
+    shoot_now = await world.garden.gardener.get_shoot("shoot-a")
+    assert shoot_now is not None
+    assert acl_cidrs(shoot_now) == ["10.0.0.1/32", *KCP_ACL]  # the Runtime's gained ACL
     async with await Cluster.connect(kubeconfig_of(kubeconfig_secret), text=True) as shoot:
         gone = await shoot.get(
             {
@@ -166,11 +197,13 @@ async def test_a_runtime_as_the_broker_writes_it_is_stored_whole_provisioned_and
 ) -> None:
     """Every field the current broker writes (`oidcConfig: {}`, an empty machine image, the ACL,
     dual stack, the caches, ...) is stored as sent and becomes a Shoot the stricter simulator
-    accepts, the configured defaults filling in. After Gardener auto-updates Kubernetes and the
-    machine image and reorders zones, the next Runtime change keeps them (a downgrade would be
-    refused). A Runtime without the labels KIM requires fails, nothing sent."""
+    accepts, the configured defaults filling in (the ACL becomes KIM's extension). After
+    Gardener auto-updates Kubernetes and the machine image and reorders zones, the next Runtime
+    change keeps them (a downgrade would be refused). A Runtime without the labels KIM requires
+    fails, nothing sent."""
     body = yaml.safe_load(BROKER_RUNTIME.read_text())
     body["metadata"].update({"name": "rt-broker", "namespace": world.namespace})
+    await apply_acl_configmap(world)
     await world.kcp.apply(body)
     unlabelled = runtime("rt-nolabel", world.namespace, shoot="shoot-nolabel")
     del unlabelled["metadata"]["labels"]["kyma-project.io/instance-id"]
@@ -187,6 +220,7 @@ async def test_a_runtime_as_the_broker_writes_it_is_stored_whole_provisioned_and
     image = shoot["spec"]["provider"]["workers"][0]["machine"]["image"]
     assert image == {"name": "gardenlinux", "version": "1592.1.0"}  # the configured default
     assert shoot["spec"]["dns"]["domain"] == "c-broker.dev.kyma.example.com"
+    assert acl_cidrs(shoot) == ["10.0.0.0/8", *KCP_ACL]  # the broker's ACL, as KIM extends it
 
     failed = await world.state("rt-nolabel", "Failed")
     provisioned = next(c for c in failed["status"]["conditions"] if c["type"] == "Provisioned")

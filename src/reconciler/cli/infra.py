@@ -14,6 +14,7 @@ from reconciler.cli.crds import PrintOnly, print_or_install, require_crds
 from reconciler.cli.errors import BAD_INPUT, fail, failures
 from reconciler.cli.options import ConfigFile, LogLevel, load_settings, settings_of
 from reconciler.cli.signals import stop_within
+from reconciler.infra.acl import check_acl_configured
 from reconciler.infra.converter.config import ConverterConfigError, load_converter_config
 from reconciler.infra.crds import all_crds
 from reconciler.infra.install import install_crds
@@ -74,7 +75,9 @@ def run(
     root = load_settings(config)
     settings = settings_of(lambda: root.infra)
     try:
-        load_converter_config(settings.converter_config)  # refused here, before anything runs
+        # refused here, before anything runs
+        converter = load_converter_config(settings.converter_config)
+        check_acl_configured(converter, settings.api_server_acl_enabled)
     except ConverterConfigError as exc:
         raise fail(str(exc), BAD_INPUT) from None
     with failures(BAD_INPUT):

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from reconciler.errors import ReconcilerError
+from reconciler.infra.acl import acl_addresses
 from reconciler.infra.converter import ConversionError
 from reconciler.infra.converter.common import STRUCTURED_AUTH, structured_auth_configmap
 from reconciler.infra.converter.config import ConverterConfig, load_converter_config
@@ -317,7 +318,14 @@ class RuntimeMachine:
                 return refused
         namespace = self.gardener.namespace
         try:
-            shoot = shoot_for(run.runtime, namespace, self.converter, run.shoot)
+            acl = await acl_addresses(
+                self.kcp,
+                run.spec,
+                run.namespace,
+                self.settings.api_server_acl_enabled,
+                self.converter,
+            )
+            shoot = shoot_for(run.runtime, namespace, self.converter, run.shoot, acl)
         except ConversionError as exc:
             await self._report(run, State.FAILED, kind, Reason(refusal_reason(exc)), str(exc))
             return Stop(State.FAILED, None)

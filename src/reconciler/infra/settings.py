@@ -47,3 +47,8 @@ class InfraSettings(BaseSettings):
     """The converter configuration (KIM's `converter_config.json`, JSON or YAML; a mounted
     ConfigMap key): defaults, DNS, audit-log tenants, maintenance windows. Unset: built-in
     development defaults (`infra/converter/config.py`)."""
+    api_server_acl_enabled: bool = False
+    """KIM's `--api-server-acl-enabled`: an AWS or Azure Runtime listing
+    `kubeAPIServer.acl.allowedCIDRs` gets the Shoot extension `acl` admitting only those, the
+    operators' and the control plane's addresses (from the ConfigMap the converter
+    configuration names at `kubernetes.kubeApiServer.acl.configMapName`, then required)."""

@@ -18,6 +18,7 @@ import copy
 from typing import Any
 
 from reconciler.infra.converter import ConversionError, aws, azure, common, provider_converter
+from reconciler.infra.converter.acl import AclAddresses
 from reconciler.infra.converter.config import AuditLogTenant, ConverterConfig
 from reconciler.infra.converter.versions import newer
 from reconciler.infra.converter.workers import shoot_workers, zones_of
@@ -161,9 +162,12 @@ def shoot_for(
     namespace: str,
     config: ConverterConfig,
     existing: dict[str, Any] | None = None,
+    acl: AclAddresses | None = None,
 ) -> dict[str, Any]:
     """The Shoot (for server-side apply) of a Runtime in the project namespace `namespace`;
-    `existing`: the Shoot as Gardener has it now (an update), else None (a creation)."""
+    `existing`: the Shoot as Gardener has it now (an update), else None (a creation); `acl`:
+    the ACL ConfigMap's addresses, read when the Runtime needs the ACL extension
+    (`converter.acl.acl_needed`), else None."""
     meta = runtime["metadata"]
     labels = dict(meta.get("labels") or {})
     check_labels(labels)
@@ -194,7 +198,7 @@ def shoot_for(
         "kubernetes": kubernetes,
         "provider": _provider(spec, config, current if existing is not None else None),
         "extensions": common.extensions(
-            spec, config, audit, current.get("extensions") if existing is not None else None
+            spec, config, audit, current.get("extensions") if existing is not None else None, acl
         ),
         "maintenance": common.maintenance(spec, config),
     }

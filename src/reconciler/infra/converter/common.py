@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from reconciler.infra.converter.acl import AclAddresses, acl_extension
 from reconciler.infra.converter.base import Config, go_duration, seconds_of
 from reconciler.infra.converter.config import AuditLogTenant, ConverterConfig, OidcProvider
 from reconciler.model.infrastructure import OidcConfig, RuntimeSpec
@@ -177,11 +178,13 @@ def extensions(
     config: ConverterConfig,
     audit: AuditLogTenant | None,
     existing: list[Config] | None,
+    acl: AclAddresses | None = None,
 ) -> list[Config]:
     """Gardener extensions: the networking filter (when enabled in the configuration), cert
-    (shoot issuers), DNS, OIDC, audit log (with a tenant), NVIDIA OpenShell (when the Runtime
-    asks; switched off, not dropped, when it stops asking). On an update the Shoot's other
-    extensions stay, in their order; ours replace theirs of the same type."""
+    (shoot issuers), DNS, OIDC, audit log (with a tenant), the API-server ACL (with `acl`, the
+    addresses of the ACL ConfigMap: `converter/acl.py`), NVIDIA OpenShell (when the Runtime
+    asks; the ACL and OpenShell switched off, not dropped, when it stops asking). On an update
+    the Shoot's other extensions stay, in their order; ours replace theirs of the same type."""
     wanted: list[Config] = []
     if config.features.network_filter:
         wanted.append(_network_filter(spec))
@@ -201,6 +204,8 @@ def extensions(
         wanted.append({"type": OIDC, "disabled": False})
     if audit is not None:
         wanted.append(_audit_extension(audit))
+    if (api_server_acl := acl_extension(spec, acl, existing)) is not None:
+        wanted.append(api_server_acl)
     present = {e.get("type") for e in existing or []}
     if spec.shoot.enable_nvidia_openshell:
         wanted.append({"type": NVIDIA_OPENSHELL, "disabled": False})

@@ -47,7 +47,15 @@ def _check_duration(value: str) -> None:
         raise ValueError(str(exc)) from None
 
 
+class AclConfig(ResourceModel):
+    config_map_name: str = ""
+    """The ConfigMap (in the Runtimes' namespace of the control plane, KIM's `kcp-system`)
+    with the operators' CIDRs and the control plane's NAT address for the API-server ACL;
+    required when `RECONCILER_INFRA_API_SERVER_ACL_ENABLED` is on (`converter/acl.py`)."""
+
+
 class KubeApiServerConfig(ResourceModel):
+    acl: AclConfig = Field(default_factory=AclConfig)
     max_token_expiration: str = ""
 
     @field_validator("max_token_expiration")
