@@ -133,12 +133,16 @@ async def _installed(walk: Walk) -> None:
     manifest = await walk.manifest_in("Ready")
 
     async def listed() -> dict[str, Any] | None:
+        """Ready with its module Ready and its conditions known (the remote sync's, which
+        follow the Kyma's Ready by one run of it, included)."""
         kyma = await world.get("Kyma", KYMA)
         status = (kyma or {}).get("status") or {}
         states = [m.get("state") for m in status.get("modules") or []]
-        return kyma if status.get("state") == "Ready" and states == ["Ready"] else None
+        known = all(c.get("status") != "Unknown" for c in status.get("conditions") or [])
+        ready = status.get("state") == "Ready" and states == ["Ready"]
+        return kyma if ready and known else None
 
-    kyma = await world.until(listed, "the Kyma Ready with its module Ready")
+    kyma = await world.until(listed, "the Kyma Ready with its module Ready, conditions known")
     meta = manifest["metadata"]
     assert meta["labels"][MANAGED_BY] == "lifecycle-manager"
     assert meta["annotations"]["operator.kyma-project.io/ocm-component-name"] == sample.COMPONENT
